@@ -1,0 +1,36 @@
+# Two entry points for a fresh machine: `make run` and `make test` (see README.md).
+# Both create .venv if missing and (re)install only when the dependency files changed.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export DVC_NO_ANALYTICS := 1
+export RAY_USAGE_STATS_ENABLED := 0
+export RAY_AUTH_MODE := disabled
+export RAY_TRAIN_ENABLE_PREEMPTION_WATCHER := 0
+export PYTHONHASHSEED := 0
+
+.PHONY: run test install clean
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python requirements.txt constraints.txt pyproject.toml
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -r requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## The main job: the whole pipeline on the miniature corpora bundled in tests/fixtures/corpora.
+run: $(STAMP)
+	$(BIN)/deca prepare --tasks all --mirror tests/fixtures/corpora --out data/processed
+
+## The test suite (fast tests and the slow integration tests, which CI runs too).
+test: $(STAMP)
+	$(BIN)/python -m pytest -q --durations=15
+
+clean:
+	rm -rf data/processed data/raw .pytest_cache

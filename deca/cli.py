@@ -1,0 +1,76 @@
+"""`deca`: one command line, with subcommands mirroring the pipeline stages.
+
+Each subcommand lives next to the code it drives, in a module exposing
+``configure(parser: argparse.ArgumentParser) -> None`` and ``run(args) -> int | None``.
+Modules are imported only for the subcommand being run, so `deca --help` and `deca ls` stay fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+
+# name -> (module, one-line help), in stage order.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ls": ("deca.ls_cli", "list every registered task with its splits, metric and sources"),
+    "download": ("pipelines.download_cli", "fetch the raw corpora (official URLs or a local mirror), verified"),
+    "prepare": ("pipelines.prepare_cli", "Beam job: raw corpora -> (context, question, answer) Parquet + vocabulary"),
+    "train": ("train.cli", "multitask MQAN training on Ray Train, tracked in MLflow"),
+    "evaluate": ("train.evaluate_cli", "decode a checkpoint on a split, write predictions, score and report"),
+    "score": ("eval.cli", "score prediction files against the processed gold; decaScore"),
+    "compare": ("eval.compare_cli", "compare runs (MLflow or DVC experiments) task by task, like Table 3"),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deca",
+        description="The Natural Language Decathlon as a reproducible pipeline.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run `deca <command> --help` for the options of one command.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    sub = parser.add_subparsers(dest="command", metavar="<command>")
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == only:
+            mod = importlib.import_module(module)
+            mod.configure(p)
+            p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `deca` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    only = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only if only in COMMANDS else None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,  # Beam attaches a root handler on import
+    )
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    from deca.errors import DecaError
+
+    try:
+        return int(args._run(args) or 0)
+    except DecaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyError as exc:  # unknown task names
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Typed configuration: each section of params.yaml loads into a dataclass.
+
+Unknown keys are errors that name the key and its section; types are checked. Each DVC stage reads
+only its own sections (see dvc.yaml). Section owners: `data`/`prepare` (pipelines/), `model`/`train`
+(train/), `evaluate` (eval/ and `deca evaluate`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from deca.errors import ConfigError
+
+DEFAULT_PARAMS = Path("params.yaml")
+
+
+@dataclass
+class DataConfig:
+    """Where the corpora live and which tasks the pipeline covers."""
+
+    tasks: list[str] = field(default_factory=lambda: ["all"])  # task names, globs or "all" / "decanlp"
+    raw_dir: str = "data/raw"
+    processed_dir: str = "data/processed"
+    vocab_path: str = "data/vocab.txt"
+    mirror: str | None = None  # a local mirror of the official downloads; None = official URLs
+
+
+@dataclass
+class PrepareConfig:
+    """The Beam preprocessing job."""
+
+    runner: str = "FnApiRunner"  # any Beam runner name; non-local runners take beam_options
+    beam_options: list[str] = field(default_factory=list)  # e.g. ["--flink_master=host:8081"]
+    num_shards: int = 0  # Parquet shards per split; 0 lets the runner decide
+    lowercase: bool = True
+    vocab_size: int = 50000
+    vocab_tasks: list[str] | None = None  # default: every prepared task with a training split
+    # Per-task options, keyed by Task.key (the task name with dots replaced by underscores) so that a
+    # DVC stage can declare exactly one task's options (e.g. prepare.task_options.squad).
+    task_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class ModelConfig:
+    """MQAN and its baselines (paper Section 3, Appendix D/E)."""
+
+    variant: str = "mqan"  # s2s | satt | catt | qptr (= mqan)
+    dimension: int = 200
+    ff_hidden: int = 150
+    heads: int = 3
+    transformer_layers: int = 2
+    rnn_layers: int = 1
+    dropout: float = 0.2
+    max_generative_vocab: int = 50000
+    word_vectors: str | None = None  # GloVe-format text file (optionally .gz)
+    char_vectors: str | None = None  # character n-gram vectors file
+    embedding_dim: int = 200  # trainable embedding size when no vector files are given
+    max_answer_length: int = 100
+
+
+@dataclass
+class TrainConfig:
+    """Multitask training on Ray Train."""
+
+    tasks: list[str] = field(default_factory=lambda: ["decanlp"])
+    strategy: str = "fully_joint"  # a preset name, or "custom" with `phases`
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    iterations: int = 1000
+    token_budget: int = 10000
+    num_workers: int = 1
+    cpus_per_worker: float = 1.0
+    use_gpu: bool = False
+    lr: float = 2.5e-3  # peak learning rate, reached at the end of warmup
+    warmup: int = 800
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
+    eps: float = 1e-9
+    grad_clip: float = 1.0
+    val_every: int = 1000
+    save_every: int = 1000
+    log_every: int = 100
+    val_batch_size: int = 256
+    max_val_examples: int | None = None
+    seed: int = 123
+    max_failures: int = 1
+    storage_dir: str = "checkpoints"
+    experiment: str = "decanlp"
+
+
+@dataclass
+class EvaluateConfig:
+    """Decoding and scoring a checkpoint."""
+
+    split: str = "validation"
+    tasks: list[str] = field(default_factory=lambda: ["decanlp"])
+    predictions_dir: str = "eval/predictions"
+    metrics_path: str = "eval/metrics.json"
+    report_dir: str = "eval/report"
+    batch_size: int = 256
+
+
+@dataclass
+class Params:
+    data: DataConfig = field(default_factory=DataConfig)
+    prepare: PrepareConfig = field(default_factory=PrepareConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
+
+
+def from_dict(cls: type, data: Mapping[str, Any] | None, where: str = "params") -> Any:
+    """Build dataclass `cls` from a mapping; unknown keys and wrong types raise ConfigError naming them."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(names))}"
+        )
+    kwargs = {k: _convert(hints[k], v, f"{where}.{k}") for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(arg, value, where)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if errors else f"{where}: bad value {value!r}")
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        return [_convert(args[0] if args else Any, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        kt, vt = args if args else (Any, Any)
+        return {_convert(kt, k, where): _convert(vt, v, f"{where}.{k}") for k, v in value.items()}
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] | None = None) -> Params:
+    """Load params.yaml (missing file → all defaults) with optional dotted overrides like {"train.iterations": 5}."""
+    path = Path(path)
+    raw: dict[str, Any] = {}
+    if path.exists():
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    for dotted, value in (overrides or {}).items():
+        node = raw
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return from_dict(Params, raw, where=str(path))
+
+
+def load_section(name: str, path: str | Path = DEFAULT_PARAMS) -> Any:
+    """Load one section (e.g. "train") of params.yaml, validating the whole file."""
+    return getattr(load_params(path), name)

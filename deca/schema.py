@@ -1,0 +1,73 @@
+"""The one Parquet schema of processed examples, shared by every task, and how to read it back."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+EXAMPLE_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),  # stable, unique within (task, split)
+        pa.field("task", pa.string(), nullable=False),
+        pa.field("split", pa.string(), nullable=False),  # train | validation | test
+        pa.field("context", pa.string(), nullable=False),
+        pa.field("question", pa.string(), nullable=False),
+        pa.field("answer", pa.string(), nullable=False),
+        pa.field("answers", pa.list_(pa.string()), nullable=False),
+        pa.field("context_tokens", pa.list_(pa.string()), nullable=False),
+        pa.field("question_tokens", pa.list_(pa.string()), nullable=False),
+        pa.field("answer_tokens", pa.list_(pa.string()), nullable=False),
+        pa.field("gold", pa.string(), nullable=True),  # JSON with what the metric needs beyond answers
+    ]
+)
+
+DROPPED_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string()),
+        pa.field("task", pa.string()),
+        pa.field("split", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("detail", pa.string()),
+    ]
+)
+
+COLUMNS = tuple(EXAMPLE_SCHEMA.names)
+
+
+def split_dir(processed_dir: str | Path, task: str, split: str) -> Path:
+    """Directory holding the Parquet shards of one task split: <processed>/<task>/<split>/."""
+    return Path(processed_dir) / task / split
+
+
+def read_split(processed_dir: str | Path, task: str, split: str, columns: list[str] | None = None) -> pa.Table:
+    """Read every shard of one task split into a pyarrow Table (FileNotFoundError names the path)."""
+    import pyarrow.dataset as ds
+
+    path = split_dir(processed_dir, task, split)
+    if not path.is_dir() or not any(path.glob("*.parquet")):
+        raise FileNotFoundError(
+            f"{path}: no processed Parquet shards for task {task!r} split {split!r}; "
+            f"run `deca prepare --tasks {task}` first"
+        )
+    files = sorted(str(p) for p in path.glob("*.parquet"))
+    return ds.dataset(files, format="parquet", schema=EXAMPLE_SCHEMA).to_table(columns=columns)
+
+
+def iter_rows(processed_dir: str | Path, task: str, split: str, columns: list[str] | None = None,
+              batch_size: int = 4096) -> Iterator[dict[str, Any]]:
+    """Stream rows of one task split as dicts, shard by shard (bounded memory)."""
+    import pyarrow.parquet as pq
+
+    path = split_dir(processed_dir, task, split)
+    files = sorted(path.glob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"{path}: no processed Parquet shards; run `deca prepare --tasks {task}` first")
+    for file in files:
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_size, columns=columns):
+            yield from batch.to_pylist()
+
+
+def parse_gold(value: str | None) -> dict[str, Any] | None:
+    return None if value is None else json.loads(value)
