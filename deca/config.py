@@ -37,7 +37,8 @@ class PrepareConfig:
 
     runner: str = "FnApiRunner"  # any Beam runner name; non-local runners take beam_options
     beam_options: list[str] = field(default_factory=list)  # e.g. ["--flink_master=host:8081"]
-    num_shards: int = 0  # Parquet shards per split; 0 lets the runner decide
+    num_shards: int = 0  # exactly this many Parquet shards per split (round-robin); 0 = by rows_per_shard
+    rows_per_shard: int = 5000  # with num_shards 0: consecutive examples per shard (bounds a writer's memory)
     lowercase: bool = True
     vocab_size: int = 50000
     vocab_tasks: list[str] | None = None  # default: every prepared task with a training split
@@ -54,6 +55,7 @@ class ModelConfig:
     dimension: int = 200
     ff_hidden: int = 150
     heads: int = 3
+    head_dim: int | None = None  # size of each attention head; None = dimension (Eq. 23: "project to d")
     transformer_layers: int = 2
     rnn_layers: int = 1
     dropout: float = 0.2
@@ -66,26 +68,35 @@ class ModelConfig:
 
 @dataclass
 class TrainConfig:
-    """Multitask training on Ray Train."""
+    """Multitask training on Ray Train (train/). Iterations count optimizer steps (global batches)."""
 
-    tasks: list[str] = field(default_factory=lambda: ["decanlp"])
-    strategy: str = "fully_joint"  # a preset name, or "custom" with `phases`
+    tasks: list[str] = field(default_factory=lambda: ["decanlp"])  # round-robin order = this order
+    # fully_joint | single_task | curriculum | anti_curriculum_squad | anti_curriculum_squad_iwslt_cnn |
+    # anti_curriculum_squad_iwslt_cnn_mnli | custom (phases below)
+    strategy: str = "fully_joint"
+    # custom only: [{name, tasks, iterations, batches_per_task: {task: k}}], then round-robin over `tasks`
     phases: list[dict[str, Any]] = field(default_factory=list)
+    phase_iterations: int = 75000  # length of the first phase of the (anti-)curriculum presets
+    batches_per_task: dict[str, int] = field(default_factory=dict)  # round-robin batches per task (default 1)
     iterations: int = 1000
-    token_budget: int = 10000
+    token_budget: int = 10000  # global: sum of len(c)+len(q)+5*len(a) over a batch, split across workers
+    pool_batches: int = 100  # length bucketing: sort pools of this many budgets' worth of examples
     num_workers: int = 1
     cpus_per_worker: float = 1.0
     use_gpu: bool = False
+    gpus_per_worker: float = 1.0  # only with use_gpu
+    find_unused_parameters: bool = True  # DDP; MQAN variants may leave parameters unused
     lr: float = 2.5e-3  # peak learning rate, reached at the end of warmup
     warmup: int = 800
     betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
     eps: float = 1e-9
-    grad_clip: float = 1.0
-    val_every: int = 1000
-    save_every: int = 1000
+    grad_clip: float = 1.0  # max gradient norm; 0 disables clipping
+    val_every: int = 1000  # 0: validate only at the end
+    save_every: int = 1000  # 0: checkpoint only at the end
     log_every: int = 100
     val_batch_size: int = 256
     max_val_examples: int | None = None
+    checkpoints_to_keep: int = 2
     seed: int = 123
     max_failures: int = 1
     storage_dir: str = "checkpoints"

@@ -1,0 +1,82 @@
+"""A human-readable report of scored predictions: one markdown table per task and a bar chart.
+
+``write_report(scored, out_dir)`` writes ``report.md`` (a summary table in the columns of the paper's
+Table 2, then every metric of every task) and ``headline.png`` (headline metric per task, 0..100).
+`scored` is what `eval.score.score_dir` returns (or one `score_file` result).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from deca.registry import DECANLP
+from eval.io import atomic_write, write_text
+from eval.metrics.registry import get_metric
+
+
+def _results(scored: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return dict(scored["results"]) if "results" in scored else {scored["task"]: scored}
+
+
+def _order(tasks) -> list[str]:
+    rank = {t: i for i, t in enumerate(DECANLP)}
+    return sorted(tasks, key=lambda t: (rank.get(t, len(rank)), t))
+
+
+def markdown(scored: Mapping[str, Any]) -> str:
+    """The report as markdown text."""
+    results = _results(scored)
+    tasks = _order(results)
+    lines = [f"# Scores on the {scored['split']} split", ""]
+    if "decascore" in scored:
+        note = " (partial: " + ", ".join(scored["missing"]) + " missing)" if scored["partial"] else ""
+        lines += [f"**decaScore: {scored['decascore']:.2f}** of {scored['max']:.0f}{note}", ""]
+    lines += ["| task | headline metric | value | n |", "|---|---|---:|---:|"]
+    for t in tasks:
+        r = results[t]
+        lines.append(f"| {t} | {r['headline']['name']} | {r['headline']['value']:.2f} | {r['n']} |")
+    if "decascore" in scored:
+        lines.append(f"| **decaScore** | sum of {len(scored['tasks'])} | **{scored['decascore']:.2f}** | |")
+    for t in tasks:
+        r = results[t]
+        lines += ["", f"## {t}", "", f"{r['n']} examples; headline `{r['headline']['name']}`.", "",
+                  "| metric | value | better |", "|---|---:|:---:|"]
+        for name, value in r["metrics"].items():
+            arrow = "↑" if get_metric(name).higher_is_better else "↓"
+            lines.append(f"| {name} | {value:.4f} | {arrow} |")
+    return "\n".join(lines) + "\n"
+
+
+def bar_chart(scored: Mapping[str, Any], path: str | Path) -> Path:
+    """Headline metric per task as a PNG bar chart (matplotlib, Agg backend, no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = _results(scored)
+    tasks = _order(results)
+    values = [results[t]["headline"]["value"] for t in tasks]
+    labels = [f"{t}\n{results[t]['headline']['name']}" for t in tasks]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(tasks) + 1), 4.0), dpi=100)
+    bars = ax.bar(range(len(tasks)), values, color="#4c72b0")
+    ax.bar_label(bars, labels=[f"{v:.1f}" for v in values], fontsize=8)
+    ax.set_xticks(range(len(tasks)), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("headline metric")
+    title = f"{scored['split']}"
+    if "decascore" in scored:
+        title += f" — decaScore {scored['decascore']:.1f}" + (" (partial)" if scored["partial"] else "")
+    ax.set_title(title)
+    fig.tight_layout()
+    try:
+        return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
+    finally:
+        plt.close(fig)
+
+
+def write_report(scored: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    """Write report.md and headline.png into `out_dir`; returns their paths."""
+    out_dir = Path(out_dir)
+    return {"markdown": write_text(out_dir / "report.md", markdown(scored)),
+            "chart": bar_chart(scored, out_dir / "headline.png")}

@@ -1,0 +1,182 @@
+"""Scoring prediction files against the processed gold: the work behind `deca score`.
+
+Gold rows come from ``<processed>/<task>/<split>/part-*.parquet`` (deca.schema); predictions are JSON
+lines ``{"id": ..., "prediction": ...}`` in ``<dir>/<task>.jsonl``. Results are written as
+``metrics.json`` for `dvc metrics` and can be logged to the active MLflow run.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from deca.errors import DataError, DecaError
+from deca.registry import all_tasks, get_task, resolve_tasks
+from deca.schema import read_split
+from eval.api import PredictionMismatch, decascore, score_task
+from eval.io import write_json
+from eval.metrics.registry import ScoreOptions
+
+log = logging.getLogger(__name__)
+GOLD_COLUMNS = ["id", "answer", "answers", "gold"]
+
+
+def read_predictions(path: str | Path) -> dict[str, str]:
+    """id -> prediction from a JSON-lines file; bad lines raise DataError naming the line and the fix."""
+    path = Path(path)
+    out: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    try:
+        f = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(path, "predictions file not found", fix="write predictions with `deca evaluate` "
+                        "or give the right --predictions path") from None
+    with f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            fix = 'each line must be a JSON object {"id": "...", "prediction": "..."}'
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(path, f"not valid JSON ({exc.msg})", line=lineno, fix=fix) from None
+            if not isinstance(record, dict) or "id" not in record or "prediction" not in record:
+                raise DataError(path, "missing 'id' or 'prediction'", line=lineno, fix=fix)
+            pid, prediction = record["id"], record["prediction"]
+            if not isinstance(pid, (str, int)) or isinstance(pid, bool):
+                raise DataError(path, f"'id' must be a string, got {pid!r}", line=lineno, fix=fix)
+            if not isinstance(prediction, str):
+                raise DataError(path, f"'prediction' must be a string, got {prediction!r}", line=lineno, fix=fix)
+            pid = str(pid)
+            if pid in out:
+                raise DataError(path, f"id {pid!r} predicted twice (first on line {first_line[pid]})",
+                                line=lineno, fix="keep one prediction per id")
+            out[pid] = prediction
+            first_line[pid] = lineno
+    return out
+
+
+def read_gold(processed_dir: str | Path, task: str, split: str) -> list[dict[str, Any]]:
+    """The gold rows of one task split (the columns the metrics need)."""
+    return read_split(processed_dir, task, split, columns=GOLD_COLUMNS).to_pylist()
+
+
+def find_wikisql_db(split: str, raw_dir: str | Path, task: str = "wikisql") -> Path | None:
+    """The SQLite database next to the split's WikiSQL ``<split>.jsonl`` under `raw_dir`, if present."""
+    tasks = all_tasks()
+    if task not in tasks or split not in tasks[task].splits:
+        return None
+    for file in tasks[task].files(split, raw_dir):
+        if file.name.endswith(".jsonl") and not file.name.endswith(".tables.jsonl"):
+            db = file.with_suffix(".db")
+            if db.is_file():
+                return db
+    return None
+
+
+def score_file(task: str, split: str, predictions_path: str | Path, processed_dir: str | Path,
+               options: ScoreOptions | None = None) -> dict:
+    """Score one predictions file; the result is `eval.api.score_task`'s, plus the split."""
+    predictions = read_predictions(predictions_path)
+    gold = read_gold(processed_dir, task, split)
+    try:
+        result = score_task(task, predictions, gold, options=options)
+    except PredictionMismatch as exc:
+        raise DataError(predictions_path, str(exc), fix=f"predict every id of {task}/{split} and nothing else") from None
+    return {"task": result["task"], "split": split, "n": result["n"], "metrics": result["metrics"],
+            "headline": result["headline"]}
+
+
+def score_dir(split: str, predictions_dir: str | Path, processed_dir: str | Path,
+              tasks: Sequence[str] | None = None, options_for: Any = None) -> dict:
+    """Score every ``<dir>/<task>.jsonl`` (restricted to `tasks` selectors if given) and add the decaScore.
+
+    `options_for(task) -> ScoreOptions` gives per-task options. Files named after no registered task are
+    an error (a misspelt file name must not silently leave a task out).
+    """
+    predictions_dir = Path(predictions_dir)
+    if not predictions_dir.is_dir():
+        raise DataError(predictions_dir, "predictions directory not found",
+                        fix="give --predictions-dir a directory holding <task>.jsonl files")
+    files = {p.name[: -len(".jsonl")]: p for p in sorted(predictions_dir.glob("*.jsonl"))}
+    registered = all_tasks()
+    unknown = sorted(name for name in files if name not in registered)
+    if unknown:
+        raise DataError(predictions_dir / f"{unknown[0]}.jsonl",
+                        f"{len(unknown)} prediction file(s) named after no registered task: {', '.join(unknown)}",
+                        fix="name each file <task>.jsonl after a task of `deca ls`, or move it away")
+    selected = resolve_tasks(list(tasks)) if tasks else list(registered)
+    present = [t for t in registered if t in files and t in selected]
+    if not present:
+        raise DataError(predictions_dir, f"no <task>.jsonl file for any selected task ({', '.join(selected)})",
+                        fix="write predictions first (`deca evaluate`)")
+    results = {}
+    for task in present:
+        opts = options_for(task) if options_for else None
+        results[task] = score_file(task, split, files[task], processed_dir, options=opts)
+        log.info("%s/%s: %s = %.4f (n=%d)", task, split, results[task]["headline"]["name"],
+                 results[task]["headline"]["value"], results[task]["n"])
+    summary = decascore(results)
+    return {"split": split, **summary, "results": results}
+
+
+def metrics_document(scored: Mapping[str, Any]) -> dict:
+    """The flat-ish JSON written for `dvc metrics`: per task every metric plus its headline value."""
+    results = scored["results"] if "results" in scored else {scored["task"]: scored}
+    doc: dict[str, Any] = {"split": scored["split"]}
+    if "decascore" in scored:
+        doc.update(decascore=scored["decascore"], partial=scored["partial"], tasks_scored=scored["tasks"])
+    doc["tasks"] = {
+        task: {"n": r["n"], "headline": r["headline"]["value"], "headline_metric": r["headline"]["name"],
+               **r["metrics"]}
+        for task, r in results.items()
+    }
+    return doc
+
+
+def write_metrics(path: str | Path, scored: Mapping[str, Any]) -> Path:
+    """Write `metrics_document(scored)` atomically to `path`."""
+    return write_json(path, metrics_document(scored))
+
+
+def mlflow_metrics(scored: Mapping[str, Any]) -> dict[str, float]:
+    """``<split>/<task>/<metric>`` (and ``<split>/decascore``) -> value, for MLflow."""
+    results = scored["results"] if "results" in scored else {scored["task"]: scored}
+    split = scored["split"]
+    out = {f"{split}/{task}/{name}": float(v) for task, r in results.items() for name, v in r["metrics"].items()}
+    if "decascore" in scored:
+        out[f"{split}/decascore"] = float(scored["decascore"])
+    return out
+
+
+def log_to_mlflow(scored: Mapping[str, Any], step: int | None = None) -> str:
+    """Log the metrics to the active MLflow run (or the run named by $MLFLOW_RUN_ID); returns its id."""
+    import mlflow
+
+    metrics = mlflow_metrics(scored)
+    run = mlflow.active_run()
+    if run is not None:
+        mlflow.log_metrics(metrics, step=step)
+        return run.info.run_id
+    if os.environ.get("MLFLOW_RUN_ID"):
+        with mlflow.start_run(run_id=os.environ["MLFLOW_RUN_ID"]) as run:
+            mlflow.log_metrics(metrics, step=step)
+            return run.info.run_id
+    raise DecaError("--mlflow: no active MLflow run; set MLFLOW_RUN_ID (and MLFLOW_TRACKING_URI) to the run "
+                    "to log to, or call eval.score.log_to_mlflow inside `with mlflow.start_run():`")
+
+
+def task_options(split: str, raw_dir: str | Path | None, processes: int | None, wikisql_db: str | None,
+                 progress: bool) -> Any:
+    """Per-task ScoreOptions: the WikiSQL database is looked up under `raw_dir` unless given."""
+
+    def options_for(task: str) -> ScoreOptions:
+        db = wikisql_db
+        if db is None and raw_dir is not None and get_task(task).metric == "lfem":
+            found = find_wikisql_db(split, raw_dir, task)
+            db = str(found) if found else None
+        return ScoreOptions(processes=processes, wikisql_db=db, progress=progress)
+
+    return options_for

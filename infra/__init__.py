@@ -1,0 +1,1 @@
+"""Infrastructure for running the pipeline at scale (see infra/README.md)."""

@@ -1,0 +1,158 @@
+"""Params overlays: partial params.yaml files (infra/params/*.yaml, infra/beam/*.yaml) applied on top of
+params.yaml, as a DVC experiment or in place.
+
+    python -m infra.overlay infra/params/paper.yaml                  # dvc exp run -n paper -S ... (all keys)
+    python -m infra.overlay infra/params/paper.yaml infra/params/gpu.yaml --name paper-gpu
+    python -m infra.overlay --write infra/beam/flink.yaml            # merge into params.yaml (comments kept)
+    python -m infra.overlay --print infra/params/paper.yaml          # only print the -S arguments
+    python -m infra.overlay infra/params/paper.yaml -- --queue       # extra arguments go to `dvc exp run`
+
+Every overlay is validated first: the merged params must load (deca.config: no unknown keys, right
+types) and every task option must exist for its task, so a typo fails here, not an hour into a run.
+Later overlays win; mappings merge key by key; lists and scalars replace.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import yaml
+
+from deca.config import Params, from_dict
+from deca.errors import ConfigError
+
+
+def load_overlay(path: str | Path) -> dict[str, Any]:
+    """Read one overlay file (a mapping of params sections); ConfigError names a bad file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such overlay file (see infra/params/ and infra/beam/)") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"{path}: an overlay must be a non-empty mapping of params sections")
+    return data
+
+
+def merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep merge: mappings merge key by key, anything else in `overlay` replaces."""
+    out = copy.deepcopy(dict(base))
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and value and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def leaves(overlay: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) for every leaf; an empty mapping is a leaf ({} sets a task's options to none)."""
+    for key, value in overlay.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            yield from leaves(value, dotted + ".")
+        else:
+            yield dotted, value
+
+
+def hydra_value(value: Any) -> str:
+    """A value in Hydra's override grammar (what `dvc exp run -S` parses)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    raise ConfigError(f"cannot express {value!r} ({type(value).__name__}) as a params value")
+
+
+def overrides(overlay: Mapping[str, Any]) -> list[str]:
+    """`++key=value` overrides (add or replace) reproducing `overlay` on top of any params.yaml."""
+    return [f"++{key}={hydra_value(value)}" for key, value in leaves(overlay)]
+
+
+def validate(params: Mapping[str, Any], where: str) -> Params:
+    """Load the merged params strictly, then check each task's options against that task."""
+    loaded = from_dict(Params, params, where=where)
+    from deca.registry import all_tasks
+
+    by_key = {t.key: t for t in all_tasks().values()}
+    for key, values in loaded.prepare.task_options.items():
+        if key not in by_key:
+            raise ConfigError(f"{where}: prepare.task_options.{key}: no task has the key {key!r} "
+                              f"(keys: {', '.join(sorted(by_key))})")
+        by_key[key].make_options(values)
+    return loaded
+
+
+def combine(paths: Sequence[str | Path], params_path: str | Path = "params.yaml") -> tuple[dict, dict]:
+    """(the overlays merged together, params.yaml with them applied), validated."""
+    combined: dict[str, Any] = {}
+    for path in paths:
+        combined = merge(combined, load_overlay(path))
+    base = yaml.safe_load(Path(params_path).read_text(encoding="utf-8")) or {}
+    merged = merge(base, combined)
+    validate(merged, where=f"{params_path} + {' + '.join(map(str, paths))}")
+    return combined, merged
+
+
+def write(params_path: str | Path, combined: Mapping[str, Any]) -> None:
+    """Apply the overlay to params.yaml in place, keeping its comments (DVC's own `-S` machinery)."""
+    from dvc.utils.hydra import apply_overrides
+
+    apply_overrides(str(params_path), overrides(combined))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    parser = argparse.ArgumentParser(prog="python -m infra.overlay", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overlays", nargs="+", help="overlay files, applied in order")
+    parser.add_argument("--params", default="params.yaml", help="the params file (default: %(default)s)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="merge into the params file instead of running")
+    mode.add_argument("--print", action="store_true", help="print the `dvc exp run -S` arguments and stop")
+    parser.add_argument("--name", "-n", help="experiment name (default: the overlay file names joined by '-')")
+    parser.add_argument("--dvc", default=None, help="dvc executable (default: .venv/bin/dvc, else dvc on PATH)")
+    args = parser.parse_args(argv)
+    try:
+        combined, _ = combine(args.overlays, args.params)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.write:
+        write(args.params, combined)
+        print(f"{args.params}: applied {', '.join(args.overlays)}")
+        return 0
+    sets = [a for o in overrides(combined) for a in ("-S", o)]
+    if args.print:
+        print(shlex.join(sets))
+        return 0
+    name = args.name or "-".join(Path(p).stem for p in args.overlays)
+    dvc = args.dvc or (".venv/bin/dvc" if Path(".venv/bin/dvc").exists() else "dvc")
+    cmd = [dvc, "exp", "run", "-n", name, *sets, *extra]
+    print("+ " + shlex.join(cmd), flush=True)
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    return subprocess.call(cmd, env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""Beam plumbing shared by the prepare and vocabulary jobs: options, running, errors, counters.
+
+Runner and options are standard Beam `PipelineOptions`: ``prepare.runner`` and ``prepare.beam_options``
+from params.yaml, then whatever Beam flags the command line adds (later flags win), e.g.
+``--runner=FlinkRunner --flink_master=host:8081 --environment_type=LOOPBACK``. The local default is
+an explicitly named in-process runner (FnApiRunner): Beam's default runner first tries to download
+the Prism binary, which fails or hangs offline.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Sequence
+
+
+class _QuietBeamImport(logging.Filter):
+    """Beam logs a spurious root-logger warning about apitools on import (no GCP client is used here)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "apitools not found" not in record.getMessage()
+
+
+logging.getLogger().addFilter(_QuietBeamImport())
+
+import apache_beam as beam  # noqa: E402  (after the filter above)
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, _BeamArgumentParser  # noqa: E402
+
+from deca.config import PrepareConfig  # noqa: E402
+from deca.errors import ConfigError, DataError, DecaError, _rebuild_data_error  # noqa: E402
+
+LOG = logging.getLogger(__name__)
+
+def beam_flags(cfg: PrepareConfig, beam_args: Sequence[str] = ()) -> list[str]:
+    """params.yaml's beam_options, then the command line's Beam flags; --runner from params unless given."""
+    flags = list(cfg.beam_options) + list(beam_args)
+    if not any(f == "--runner" or f.startswith("--runner=") for f in flags):
+        flags.insert(0, f"--runner={cfg.runner}")
+    return flags
+
+
+def unknown_flags(flags: Sequence[str]) -> list[str]:
+    """The flags no Beam PipelineOptions class knows (typos would otherwise be dropped with a warning)."""
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    seen = set()
+    for cls in PipelineOptions.__subclasses__():
+        if str(cls) not in seen:
+            seen.add(str(cls))
+            cls._add_argparse_args(parser)  # noqa: SLF001  (how Beam itself collects its options)
+    _, unknown = parser.parse_known_args(list(flags))
+    return [f for f in unknown if f.startswith("-")]
+
+
+def pipeline_options(cfg: PrepareConfig, beam_args: Sequence[str] = ()) -> PipelineOptions:
+    """PipelineOptions for a job; an unknown flag is a ConfigError naming it."""
+    flags = beam_flags(cfg, beam_args)
+    unknown = unknown_flags(flags)
+    if unknown:
+        raise ConfigError(f"unknown option(s) {', '.join(unknown)}: neither a `deca prepare` option nor a Beam "
+                          "pipeline option (see `deca prepare --help`)")
+    return PipelineOptions(flags)
+
+
+def runner_name(options: PipelineOptions) -> str:
+    return str(options.view_as(StandardOptions).runner)
+
+
+_STEP = re.compile(r" \[while running '[^']*'\]")
+
+
+def unwrap_data_error(exc: BaseException) -> DataError | None:
+    """The DataError behind an exception re-raised by a Beam runner (which wraps or stringifies it)."""
+    seen = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, DataError):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    text = str(exc)
+    start = text.find("DataError: ")
+    if start < 0:
+        return None
+    # The DataError text is "<path>[:<line>]: <message>" plus indented "  fix: ..." lines; a runner may
+    # append step names and a remote traceback after it.
+    lines = text[start + len("DataError: "):].split("\n")
+    kept = [lines[0]]
+    for line in lines[1:]:
+        if not line.startswith("  ") or line.lstrip().startswith("File "):
+            break
+        kept.append(line)
+    message = _STEP.sub("", "\n".join(kept)).rstrip()
+    where = re.match(r"(.+?)(?::(\d+))?: ", message)
+    return _rebuild_data_error(where.group(1) if where else "?", message,
+                               int(where.group(2)) if where and where.group(2) else None, None)
+
+
+def run_pipeline(p: beam.Pipeline) -> Any:
+    """Run `p` to completion; a DataError raised anywhere inside comes out as that DataError."""
+    try:
+        result = p.run()
+        state = result.wait_until_finish()
+    except DecaError:
+        raise
+    except Exception as exc:  # Beam wraps worker exceptions
+        err = unwrap_data_error(exc)
+        if err is not None:
+            raise err from None
+        raise
+    if state is not None and str(state).split(".")[-1] not in ("DONE", "UNKNOWN"):
+        raise DecaError(f"the Beam pipeline ended in state {state}")
+    return result
+
+
+def counters(result: Any, namespace: str) -> dict[str, int]:
+    """Beam Metrics counters of one namespace, by name (committed values where the runner has them)."""
+    out: dict[str, int] = {}
+    try:
+        query = result.metrics().query()
+    except Exception:  # some runners do not report metrics
+        return out
+    for c in query.get("counters", []):
+        if c.key.metric.namespace != namespace:
+            continue
+        value = c.committed if c.committed is not None else c.attempted
+        out[c.key.metric.name] = out.get(c.key.metric.name, 0) + int(value or 0)
+    return dict(sorted(out.items()))
+
+
+def format_counters(values: dict[str, int]) -> str:
+    width = max((len(k) for k in values), default=0)
+    return "\n".join(f"  {k:<{width}}  {v:,}" for k, v in values.items())

@@ -1,0 +1,183 @@
+"""Atomic output of the Beam jobs: staging directories, Parquet shards and files swapped into place.
+
+A run of `deca prepare` writes everything under ``<out>/.staging-<run id>/<task>/...``. Only after the
+pipeline has finished without error does each finished task directory replace ``<out>/<task>``
+(rename the old one away, rename the new one in, delete the old one), so a failed or interrupted run
+never leaves partial shards where a later stage reads. Single files (the vocabulary) are written to a
+temporary name in the same directory and renamed.
+
+The output directory must be a filesystem that the driver and the workers share (local disk for the
+in-process runners; NFS or similar for a distributed runner).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import uuid
+from pathlib import Path
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from deca.registry import SPLITS
+from deca.schema import DROPPED_SCHEMA
+
+LOG = logging.getLogger(__name__)
+
+STAGING_PREFIX = ".staging-"
+OLD_PREFIX = ".old-"
+
+
+def new_run_id() -> str:
+    """``<host>-<pid>-<random>``: unique, and tells which process on which host owns a staging dir."""
+    host = "".join(ch if ch.isalnum() else "_" for ch in socket.gethostname())[:40] or "host"
+    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def shard_name(shard: int) -> str:
+    """File name of one Parquet shard of a split."""
+    return f"part-{shard:05d}.parquet"
+
+
+def write_table(table: pa.Table, path: str | Path) -> Path:
+    """Write a Parquet file atomically (temporary name in the same directory, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def write_rows(rows: list[dict], schema: pa.Schema, path: str | Path) -> Path:
+    """Write dict rows with an explicit schema (an empty list gives a valid file with that schema)."""
+    return write_table(pa.Table.from_pylist(rows, schema=schema), path)
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write a UTF-8 text file atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _owner_is_dead(name: str, prefix: str) -> bool:
+    """Whether the run that created ``<prefix><host>-<pid>-...`` is a process on this host that has exited."""
+    parts = name[len(prefix):].split("-")
+    host = "".join(ch if ch.isalnum() else "_" for ch in socket.gethostname())[:40]
+    if len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def remove_stale(out: Path) -> list[Path]:
+    """Delete staging/old directories left by killed runs of this host (live runs are left alone)."""
+    removed = []
+    if not out.is_dir():
+        return removed
+    for child in out.iterdir():
+        for prefix in (STAGING_PREFIX, OLD_PREFIX):
+            if child.name.startswith(prefix) and _owner_is_dead(child.name, prefix):
+                shutil.rmtree(child, ignore_errors=True)
+                removed.append(child)
+    if removed:
+        LOG.info("removed %d leftover director%s of killed runs in %s", len(removed),
+                 "y" if len(removed) == 1 else "ies", out)
+    return removed
+
+
+class Staging:
+    """The staging directory of one run: create, fill (the pipeline writes there), then commit or abort.
+
+    Used as a context manager, an exception (or KeyboardInterrupt) inside the block removes the
+    staging directory and leaves ``<out>`` as it was.
+    """
+
+    def __init__(self, out: str | Path, run_id: str | None = None):
+        self.out = Path(out).resolve()
+        self.run_id = run_id or new_run_id()
+        self.root = self.out / f"{STAGING_PREFIX}{self.run_id}"
+
+    def __enter__(self) -> "Staging":
+        self.out.mkdir(parents=True, exist_ok=True)
+        remove_stale(self.out)
+        self.root.mkdir()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.abort()  # after a commit the directory is empty; after an error it holds partial output
+
+    def task_dir(self, task: str) -> Path:
+        return self.root / task
+
+    def abort(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def carry_over(self, task: str, fresh_splits: Iterable[str]) -> list[str]:
+        """Copy (hard-link where possible) the splits of the current ``<out>/<task>`` that this run did
+        not redo into the staged task directory, so that the swap replaces only what was rebuilt.
+        Returns the carried split names."""
+        current = self.out / task
+        staged = self.task_dir(task)
+        fresh = set(fresh_splits)
+        carried = []
+        if not current.is_dir():
+            return carried
+        for split_dir in sorted(p for p in current.iterdir() if p.is_dir()):
+            if split_dir.name in fresh or (staged / split_dir.name).exists():
+                continue
+            target = staged / split_dir.name
+            target.mkdir(parents=True)
+            for file in sorted(split_dir.iterdir()):
+                try:
+                    os.link(file, target / file.name)
+                except OSError:
+                    shutil.copy2(file, target / file.name)
+            carried.append(split_dir.name)
+        old_dropped = current / "dropped.parquet"
+        new_dropped = staged / "dropped.parquet"
+        if carried and old_dropped.exists() and new_dropped.exists():
+            old_rows = pq.read_table(old_dropped).to_pylist()
+            new_rows = pq.read_table(new_dropped).to_pylist()
+            order = {s: i for i, s in enumerate(SPLITS)}
+            # Split by split in the usual order, each in the order it was written (reader order).
+            rows = [r for r in old_rows if r["split"] in carried] + [r for r in new_rows if r["split"] not in carried]
+            rows.sort(key=lambda r: order.get(r["split"], len(order)))  # stable: keeps reader order
+            write_rows(rows, DROPPED_SCHEMA, new_dropped)
+        return carried
+
+    def commit(self, task: str) -> Path:
+        """Swap the staged ``<task>`` directory into ``<out>/<task>``; returns the final path."""
+        new = self.task_dir(task)
+        dest = self.out / task
+        old = self.out / f"{OLD_PREFIX}{self.run_id}-{task}"
+        had_old = dest.exists()
+        if had_old:
+            os.rename(dest, old)
+        try:
+            os.rename(new, dest)
+        except BaseException:
+            if had_old:
+                os.rename(old, dest)
+            raise
+        if had_old:
+            shutil.rmtree(old, ignore_errors=True)
+        return dest

@@ -1,0 +1,36 @@
+"""Helpers shared by the task tests of tasks-a (squad, srl, schema, zre, UCI sentiment, MRQA)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from deca.registry import Dropped, Task
+from deca.text import detokenize
+from pipelines.rows import to_row
+
+
+def read_split(task: Task, split: str, root: Path, options=None) -> tuple[list, list]:
+    """(examples, drops) of one split read from the raw files under `root`."""
+    examples, drops = [], []
+    options = options if options is not None else task.make_options()
+    for item in task.read(split, task.files(split, root), options):
+        (drops if isinstance(item, Dropped) else examples).append(item)
+    return examples, drops
+
+
+def row_of(task: Task, split: str, example, options=None) -> dict:
+    """The processed row of `example`, checking that every token list detokenizes to its text field."""
+    row = to_row(task, split, example, options)
+    assert isinstance(row, dict), row
+    for field in ("context", "question", "answer"):
+        assert detokenize(row[f"{field}_tokens"]) == row[field]
+        assert row[field] == " ".join(row[field].split()).lower()
+    return row
+
+
+def bad_file(tmp_path: Path, task: Task, split: str, data: bytes) -> list[Path]:
+    """Write `data` where the task's (single) raw file of `split` would be under `tmp_path`."""
+    (rel,) = task.splits[split]
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return [path]

@@ -1,0 +1,136 @@
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from deca.errors import DataError
+from deca.schema import EXAMPLE_SCHEMA
+from tests.train.conftest import write_rows
+from train.data import (MultiTaskData, TaskData, TokenBudgetStream, cut_batches, example_costs, read_share,
+                        validation_batches)
+
+
+def synthetic_rows(n, seed=0, task="sst"):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        c, q, a = (int(x) for x in rng.integers(1, 30, size=3))
+        rows.append({"id": f"x-{i}", "task": task, "split": "train", "context": "c", "question": "q",
+                     "answer": "a", "answers": ["a"], "context_tokens": [f" c{i} "] * c,
+                     "question_tokens": [" q "] * q, "answer_tokens": [" a "] * a, "gold": None})
+    return rows
+
+
+def table(rows):
+    return pa.Table.from_pylist(rows, schema=EXAMPLE_SCHEMA)
+
+
+def cost(row):
+    return len(row["context_tokens"]) + len(row["question_tokens"]) + 5 * len(row["answer_tokens"])
+
+
+def test_example_costs_follow_the_paper_rule():
+    rows = synthetic_rows(5)
+    assert example_costs(table(rows)).tolist() == [cost(r) for r in rows]
+
+
+def test_cut_batches_respects_budget_and_keeps_oversized_examples():
+    costs = np.array([4, 4, 4, 20, 3, 3])
+    batches = cut_batches(np.arange(6), costs, 10)
+    assert [b.tolist() for b in batches] == [[0, 1], [2], [3], [4, 5]]
+
+
+def test_batches_cover_each_epoch_exactly_once_under_budget():
+    rows = synthetic_rows(300, seed=1)
+    data = TaskData("sst", table(rows), budget=400, seed=7, pool_batches=5)
+    costs = data.costs
+    plan = data.stream.plan(0)
+    flat = np.concatenate(plan)
+    assert sorted(flat.tolist()) == list(range(300))
+    assert all(costs[b].sum() <= 400 or len(b) == 1 for b in plan)
+    # length bucketing: batches are far more homogeneous in length than random batches
+    spread = np.mean([np.ptp(data.stream.sort_keys[b]) for b in plan if len(b) > 1])
+    rng = np.random.default_rng(0)
+    random_spread = np.mean([np.ptp(data.stream.sort_keys[rng.choice(300, len(b))]) for b in plan if len(b) > 1])
+    assert spread < random_spread / 2
+    # batches are shuffled, not in length order
+    firsts = [data.stream.sort_keys[b].min() for b in plan]
+    assert firsts != sorted(firsts)
+
+
+def test_streams_are_seeded_endless_and_resume_exactly():
+    rows = synthetic_rows(50, seed=2)
+    make = lambda seed: TaskData("sst", table(rows), budget=600, seed=seed).stream  # noqa: E731
+    a, b = make(3), make(3)
+    first = [next(a).tolist() for _ in range(40)]  # several epochs
+    assert first == [next(b).tolist() for _ in range(40)]
+    assert a.epoch >= 2
+    assert [next(make(4)).tolist() for _ in range(3)] != first[:3]
+    # resume from the middle of an epoch
+    c = make(3)
+    for _ in range(17):
+        next(c)
+    state = c.state_dict()
+    d = make(3)
+    d.load_state_dict(state)
+    assert [next(d).tolist() for _ in range(23)] == first[17:]
+    # epochs are reshuffled
+    assert [b.tolist() for b in a.plan(0)] != [b.tolist() for b in a.plan(1)]
+
+
+def test_stream_rejects_bad_input():
+    with pytest.raises(ValueError):
+        TokenBudgetStream(np.array([1]), np.array([1]), 0, [1])
+    with pytest.raises(ValueError):
+        TokenBudgetStream(np.array([], dtype=int), np.array([]), 10, [1])
+
+
+def test_workers_read_disjoint_shares(tmp_path):
+    rows = synthetic_rows(11)
+    write_rows(tmp_path, "sst", "train", rows)
+    shares = [read_share(tmp_path, "sst", "train", r, 3, columns=["id"])["id"].to_pylist() for r in range(3)]
+    assert sorted(sum(shares, [])) == sorted(r["id"] for r in rows)
+    assert shares[1] == [rows[i]["id"] for i in range(1, 11, 3)]
+    assert read_share(tmp_path, "sst", "train", limit=4).num_rows == 4
+    with pytest.raises(DataError, match="no processed Parquet shards.*\n  fix: run `deca prepare --tasks schema`"):
+        read_share(tmp_path, "schema", "train")
+    with pytest.raises(DataError, match="no examples for worker 11 of 12"):
+        read_share(tmp_path, "sst", "train", 11, 12)
+
+
+def test_multitask_data_rows_tokens_and_state(tmp_path):
+    write_rows(tmp_path, "sst", "train", synthetic_rows(40, task="sst"))
+    write_rows(tmp_path, "schema", "train", synthetic_rows(30, seed=5, task="schema"))
+    data = MultiTaskData(tmp_path, ["sst", "schema"], budget=150, seed=1, rank=1, world_size=2)
+    assert data.num_examples() == {"sst": 20, "schema": 15}
+    rows, tokens = data.next_batch("schema")
+    assert rows and all(r["task"] == "schema" for r in rows)
+    assert sum(cost(r) for r in rows) <= 150 or len(rows) == 1
+    assert tokens == sum(len(r["context_tokens"]) + len(r["question_tokens"]) + len(r["answer_tokens"])
+                         for r in rows)
+    assert isinstance(rows[0]["context_tokens"], list)  # token lists kept, nothing re-tokenized
+    data.next_batch("sst")
+    state = data.state_dict()
+    ahead = [[r["id"] for r in data.next_batch(t)[0]] for t in ("sst", "schema", "sst")]
+    fresh = MultiTaskData(tmp_path, ["sst", "schema"], budget=150, seed=1, rank=1, world_size=2)
+    fresh.load_state_dict(state)
+    assert [[r["id"] for r in fresh.next_batch(t)[0]] for t in ("sst", "schema", "sst")] == ahead
+    other = MultiTaskData(tmp_path, ["sst"], budget=150, seed=1, rank=0, world_size=1)
+    with pytest.raises(ValueError, match="same train.num_workers"):
+        other.load_state_dict(state)
+
+
+def test_validation_batches_sorted_and_complete():
+    t = table(synthetic_rows(23))
+    batches = validation_batches(t, 5)
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(23)) and [len(b) for b in batches] == [5, 5, 5, 5, 3]
+    lens = [len(r["context_tokens"]) + len(r["question_tokens"]) for r in t.take(pa.array(flat)).to_pylist()]
+    assert lens == sorted(lens)
+
+
+def test_fixture_data(mini_data):
+    processed, vocab, tasks = mini_data
+    data = MultiTaskData(processed, tasks, budget=10000, seed=0)
+    rows, _ = data.next_batch("sst")
+    assert len(rows) == data.num_examples()["sst"]  # the miniature split fits in one batch
+    assert vocab.read_text().splitlines()[0].split("\t")[0].startswith('"')

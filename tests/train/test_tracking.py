@@ -1,0 +1,51 @@
+import json
+
+from deca.config import Params
+from train.tracking import RunLogger, end_run, flatten, history, plot_run, start_run, tracking_uri, vocab_fingerprint
+
+
+def test_flatten_config():
+    flat = flatten(Params())
+    assert flat["train.token_budget"] == "10000"
+    assert flat["train.tasks"] == '["decanlp"]'
+    assert flat["train.batches_per_task"] == "{}"
+    assert flat["data.mirror"] == "null"
+
+
+def test_tracking_uri(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tracking_uri(tmp_path) == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://host:5000")
+    assert tracking_uri(tmp_path) == "http://host:5000"
+
+
+def test_run_round_trip(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text('" a "\t3\n" b "\t1\n')
+    fp = vocab_fingerprint(vocab)
+    assert fp["tokens"] == 2 and len(fp["sha256"]) == 64
+    run_id = start_run(uri, "exp", "r1", {"train": {"iterations": 5}}, project=tmp_path, vocab=fp,
+                       tags={"strategy": "custom"})
+    logger = RunLogger(uri, run_id)
+    logger.phase(0, "warm", 0)
+    for step in range(1, 5):
+        logger.metrics({"train/loss/sst": 5.0 - step, "train/lr": 0.1}, step)
+        logger.phase(0 if step < 3 else 1, "warm" if step < 3 else "round_robin", step)
+    logger.metrics({"val/sst/headline": 50.0, "val/decascore": 50.0}, 4)
+    pngs = plot_run(uri, run_id, tmp_path / "plots")
+    assert [p.name for p in pngs] == ["loss.png", "validation.png"]
+    assert pngs[0].read_bytes()[:4] == b"\x89PNG"
+    end_run(uri, run_id)
+
+    run = logger.client.get_run(run_id)
+    assert run.info.status == "FINISHED" and run.data.params["train.iterations"] == "5"
+    assert run.data.tags["phase"] == "round_robin" and run.data.tags["phase.1"] == "round_robin from iteration 3"
+    assert history(uri, run_id, "phase")["phase"] == [(0, 0.0), (3, 1.0)]
+    assert history(uri, run_id, "train/loss/")["train/loss/sst"][-1] == (4, 1.0)
+    art = run.info.artifact_uri
+    assert art.startswith((tmp_path / "mlartifacts").as_uri())
+    names = {a.path for a in logger.client.list_artifacts(run_id, "config")}
+    assert names == {"config/params.yaml", "config/vocab_fingerprint.json"}
+    local = logger.client.download_artifacts(run_id, "config/vocab_fingerprint.json", str(tmp_path))
+    assert json.loads(open(local).read())["sha256"] == fp["sha256"]

@@ -1,0 +1,63 @@
+"""`deca train`: multitask MQAN training on Ray Train, tracked in MLflow.
+
+Examples:
+  deca train                                           # params.yaml as it is
+  deca train --set train.strategy=single_task --set train.tasks=[sst] --run-name sst-only
+  deca train --set train.num_workers=2 --set train.iterations=5000
+  deca train --resume                                  # continue the latest run where it stopped
+  RAY_ADDRESS=ray://head:10001 deca train              # on an existing Ray cluster
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import yaml
+
+from deca.config import load_params
+from deca.errors import ConfigError
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``section.key=value`` pairs; values are YAML (``5``, ``[sst, woz.en]``, ``null``, ``true``)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or "." not in key:
+            raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. train.iterations=50")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({exc})") from exc
+    return out
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = __doc__.split("\n", 2)[2]
+    parser.add_argument("--params", default="params.yaml", help="parameter file (default: %(default)s)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a parameter, e.g. train.iterations=50 (repeatable; YAML values)")
+    parser.add_argument("--run-name", help="name of the run under train.storage_dir and in MLflow "
+                                           "(default: <strategy>-<date>-<time>)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a stopped run from its latest checkpoint (the --run-name run, "
+                             "else the latest run); the schedule, data order and RNGs continue exactly")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from train.trainer import fit
+
+    params = load_params(args.params, overrides=parse_overrides(args.overrides))
+    outcome = fit(params, run_name=args.run_name, resume=args.resume, progress=not args.no_progress)
+    print(f"run {outcome.run_name}: {outcome.run_dir}")
+    print(f"  mlflow run {outcome.mlflow_run_id} ({outcome.tracking_uri})")
+    if outcome.checkpoint:
+        print(f"  latest checkpoint: {outcome.checkpoint}")
+    if outcome.best:
+        print(f"  best model: {outcome.best / 'model.pt'}")
+    shown = {k: v for k, v in outcome.metrics.items() if k in ("iteration", "loss", "best_score")}
+    if shown:
+        print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
+    return 0

@@ -1,0 +1,203 @@
+"""Training data: each worker's share of the processed Parquet splits, cut into token-budget batches.
+
+Nothing is re-tokenized: the revtok token lists written by `deca prepare` are kept (in a pyarrow table,
+columnar, so a large corpus stays compact) and handed to `train.batch.collate` as rows.
+
+Batches follow the paper's rule (Appendix D): every batch holds examples of one task only and
+``sum over the batch of len(context) + len(question) + 5 * len(answer) <= budget``. (The original code
+used ``batch size * running max of max(len c, 5 len a)``, ignoring the question; see the reference §4.)
+An example whose own cost exceeds the budget becomes a batch of one, never dropped silently.
+
+Length bucketing as in torchtext's BucketIterator: each epoch shuffles the examples, cuts them into
+pools of about ``pool_batches`` budgets' worth, sorts each pool by length, cuts the sorted pool into
+batches and shuffles those batches. Every choice comes from a generator seeded with
+(seed, task, rank, epoch), so the batch order of an epoch is a pure function of those, and a stream's
+state is just (epoch, index of the next batch): `state_dict` / `load_state_dict` resume exactly.
+"""
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deca.errors import DataError
+from deca.schema import read_split, split_dir
+
+ANSWER_WEIGHT = 5
+TOKEN_COLUMNS = ("context_tokens", "question_tokens", "answer_tokens")
+
+
+def read_share(processed_dir: str | Path, task: str, split: str, rank: int = 0, world_size: int = 1,
+               columns: Sequence[str] | None = None, limit: int | None = None) -> pa.Table:
+    """Rows ``rank, rank + world_size, ...`` of one processed split (all columns unless `columns`).
+
+    `limit` keeps only the first `limit` rows of the split before sharding (e.g. validation caps).
+    Raises DataError when the split is missing or this worker's share is empty.
+    """
+    try:
+        table = read_split(processed_dir, task, split, columns=list(columns) if columns else None)
+    except FileNotFoundError as exc:
+        raise DataError(split_dir(processed_dir, task, split), "no processed Parquet shards",
+                        fix=f"run `deca prepare --tasks {task}` (or check data.processed_dir)") from exc
+    if limit is not None:
+        table = table.slice(0, limit)
+    if world_size > 1:
+        table = table.take(pa.array(np.arange(rank, table.num_rows, world_size)))
+    if table.num_rows == 0:
+        raise DataError(split_dir(processed_dir, task, split),
+                        f"no examples for worker {rank} of {world_size} ({split} split of {task})",
+                        fix="use fewer workers (train.num_workers) or a larger split")
+    return table
+
+
+def lengths(table: pa.Table) -> dict[str, np.ndarray]:
+    """Token counts of context, question and answer per row."""
+    return {col.split("_")[0]: pc.list_value_length(table[col]).to_numpy(zero_copy_only=False).astype(np.int64)
+            for col in TOKEN_COLUMNS}
+
+
+def example_costs(table: pa.Table) -> np.ndarray:
+    """The paper's per-example batch cost: len(context) + len(question) + 5 * len(answer)."""
+    n = lengths(table)
+    return n["context"] + n["question"] + ANSWER_WEIGHT * n["answer"]
+
+
+def cut_batches(order: np.ndarray, costs: np.ndarray, budget: int) -> list[np.ndarray]:
+    """Cut `order` (example indices) greedily into consecutive batches whose costs sum to <= budget."""
+    batches: list[np.ndarray] = []
+    start, total = 0, 0
+    for pos, idx in enumerate(order):
+        cost = int(costs[idx])
+        if pos > start and total + cost > budget:
+            batches.append(order[start:pos])
+            start, total = pos, 0
+        total += cost
+    if len(order) > start:
+        batches.append(order[start:])
+    return batches
+
+
+def task_seed(seed: int, task: str, rank: int) -> list[int]:
+    """Entropy for one task stream of one worker (stable across processes, unlike hash())."""
+    return [seed, zlib.crc32(task.encode("utf-8")), rank]
+
+
+class TokenBudgetStream:
+    """An endless, seeded stream of token-budget batches (arrays of row indices) over one task."""
+
+    def __init__(self, costs: np.ndarray, sort_keys: np.ndarray, budget: int, seed: Sequence[int],
+                 pool_batches: int = 100):
+        if budget <= 0:
+            raise ValueError(f"token budget must be positive, got {budget}")
+        if len(costs) == 0:
+            raise ValueError("a batch stream needs at least one example")
+        self.costs = np.asarray(costs, dtype=np.int64)
+        self.sort_keys = np.asarray(sort_keys)
+        self.budget = int(budget)
+        self.seed = list(seed)
+        self.pool_tokens = max(1, int(pool_batches)) * self.budget
+        self.epoch = 0
+        self.index = 0
+        self._plan: list[np.ndarray] | None = None
+
+    def plan(self, epoch: int) -> list[np.ndarray]:
+        """Every batch of one epoch, in order (a pure function of the seed and `epoch`)."""
+        rng = np.random.default_rng([*self.seed, epoch])
+        order = rng.permutation(len(self.costs))
+        batches: list[np.ndarray] = []
+        cum = np.cumsum(self.costs[order])
+        # pool boundaries: each pool holds about pool_tokens of cost (at least one example)
+        bounds = [0]
+        while bounds[-1] < len(order):
+            base = cum[bounds[-1] - 1] if bounds[-1] else 0
+            end = int(np.searchsorted(cum, base + self.pool_tokens, side="right"))
+            bounds.append(max(end, bounds[-1] + 1))
+        for lo, hi in zip(bounds, bounds[1:]):
+            pool = order[lo:hi]
+            pool = pool[np.argsort(self.sort_keys[pool], kind="stable")]
+            pool_batches = cut_batches(pool, self.costs, self.budget)
+            batches.extend(pool_batches[i] for i in rng.permutation(len(pool_batches)))
+        return batches
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return self
+
+    def __next__(self) -> np.ndarray:
+        if self._plan is None:
+            self._plan = self.plan(self.epoch)
+        if self.index >= len(self._plan):
+            self.epoch, self.index = self.epoch + 1, 0
+            self._plan = self.plan(self.epoch)
+        batch = self._plan[self.index]
+        self.index += 1
+        return batch
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "index": self.index}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.index = int(state["epoch"]), int(state["index"])
+        self._plan = None
+
+
+class TaskData:
+    """One task's training share on one worker: its rows and its endless batch stream."""
+
+    def __init__(self, task: str, table: pa.Table, budget: int, seed: int, rank: int = 0, pool_batches: int = 100):
+        self.task = task
+        self.table = table
+        n = lengths(table)
+        costs = n["context"] + n["question"] + ANSWER_WEIGHT * n["answer"]
+        # sort key: context+question length, then answer length (as BucketIterator's interleaved keys)
+        keys = (n["context"] + n["question"]) * (int(n["answer"].max()) + 1) + n["answer"]
+        self.stream = TokenBudgetStream(costs, keys, budget, task_seed(seed, task, rank), pool_batches)
+        self.costs = costs
+        self.tokens = n["context"] + n["question"] + n["answer"]
+
+    def next_batch(self) -> tuple[list[dict[str, Any]], int]:
+        """The next batch as processed-schema rows, and its token count (context+question+answer)."""
+        idx = next(self.stream)
+        return self.table.take(pa.array(idx)).to_pylist(), int(self.tokens[idx].sum())
+
+
+class MultiTaskData:
+    """The training shares of every task on one worker, with a joint state for checkpoints."""
+
+    def __init__(self, processed_dir: str | Path, tasks: Sequence[str], budget: int, seed: int,
+                 rank: int = 0, world_size: int = 1, pool_batches: int = 100,
+                 columns: Sequence[str] | None = None, split: str = "train"):
+        self.rank, self.world_size = rank, world_size
+        self.tasks = {
+            t: TaskData(t, read_share(processed_dir, t, split, rank, world_size, columns), budget, seed, rank,
+                        pool_batches)
+            for t in tasks
+        }
+
+    def next_batch(self, task: str) -> tuple[list[dict[str, Any]], int]:
+        return self.tasks[task].next_batch()
+
+    def num_examples(self) -> dict[str, int]:
+        return {t: d.table.num_rows for t, d in self.tasks.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "world_size": self.world_size,
+                "streams": {t: d.stream.state_dict() for t, d in self.tasks.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["world_size"] != self.world_size or state["rank"] != self.rank:
+            raise ValueError(f"data state of worker {state['rank']} of {state['world_size']} cannot resume "
+                             f"worker {self.rank} of {self.world_size}; resume with the same train.num_workers")
+        for task, s in state["streams"].items():
+            if task in self.tasks:
+                self.tasks[task].stream.load_state_dict(s)
+
+
+def validation_batches(table: pa.Table, batch_size: int) -> list[np.ndarray]:
+    """Validation order: sorted by length (unshuffled), `batch_size` examples per batch."""
+    n = lengths(table)
+    order = np.argsort(n["context"] + n["question"], kind="stable")
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]

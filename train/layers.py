@@ -1,0 +1,240 @@
+"""Building blocks of MQAN (paper Appendix E): BiLSTMs, dual coattention, multi-head attention,
+self-attentive encoder and decoder layers (with incremental state), positional encodings.
+
+Shapes: B batch, L / M context / question length, T answer length, d model dimension,
+H heads, k head size. Masks are bool, True at real tokens (torch's SDPA convention: True = attend).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+class BiLSTM(nn.Module):
+    """Bidirectional LSTM over padded sequences (packed, so padding never reaches real positions).
+
+    Dropout on the input (paper App. D: "dropout on inputs to LSTMs"). Output [B, L, d_out] (zeros
+    at padding) and the final (h, c), each [layers, B, d_out] (forward and backward concatenated).
+    """
+
+    def __init__(self, d_in: int, d_out: int, layers: int = 1, dropout: float = 0.0):
+        super().__init__()
+        if d_out % 2:
+            raise ValueError(f"BiLSTM output size must be even, got {d_out}")
+        self.drop = nn.Dropout(dropout)
+        self.rnn = nn.LSTM(d_in, d_out // 2, num_layers=layers, bidirectional=True, batch_first=True,
+                           dropout=dropout if layers > 1 else 0.0)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor):
+        B, L, _ = x.shape
+        packed = pack_padded_sequence(self.drop(x), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, (h, c) = self.rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=L)  # [B, L, d_out]
+
+        def merge(s):  # [layers*2, B, d/2] -> [layers, B, d]
+            return s.view(-1, 2, B, s.shape[-1]).transpose(1, 2).reshape(-1, B, 2 * s.shape[-1])
+
+        return out, (merge(h), merge(c))
+
+
+def masked_fill_value(dtype: torch.dtype) -> float:
+    return torch.finfo(dtype).min
+
+
+class Coattention(nn.Module):
+    """Dual coattention with dummy (sentinel) embeddings, Eqs. 17-19 (no parameters but the sentinels).
+
+    Returns, for the context (per context position) Q_sum and C_coa [B, L, d], and for the question
+    C_sum and Q_coa [B, M, d]; the sentinel rows are dropped.
+    """
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.sentinels = nn.Parameter(torch.randn(2, d) * d ** -0.5)  # context, question
+
+    def forward(self, c: torch.Tensor, q: torch.Tensor, c_mask: torch.Tensor, q_mask: torch.Tensor):
+        B = c.shape[0]
+        C = torch.cat([self.sentinels[0].expand(B, 1, -1), c], 1)  # [B, L+1, d]
+        Q = torch.cat([self.sentinels[1].expand(B, 1, -1), q], 1)  # [B, M+1, d]
+        ones = c_mask.new_ones(B, 1)
+        cm, qm = torch.cat([ones, c_mask], 1), torch.cat([ones, q_mask], 1)
+        A = C @ Q.transpose(1, 2)  # [B, L+1, M+1] dot-product affinities
+        neg = masked_fill_value(A.dtype)
+        S_cq = A.masked_fill(~cm[:, :, None], neg).softmax(dim=1)  # each column: distribution over context
+        S_qcT = A.masked_fill(~qm[:, None, :], neg).softmax(dim=2)  # each row: distribution over question
+        C_sum = S_cq.transpose(1, 2) @ C  # [B, M+1, d]  Eq. 18
+        Q_sum = S_qcT @ Q  # [B, L+1, d]
+        C_coa = S_qcT @ C_sum  # [B, L+1, d]  Eq. 19
+        Q_coa = S_cq.transpose(1, 2) @ Q_sum  # [B, M+1, d]
+        return Q_sum[:, 1:], C_coa[:, 1:], C_sum[:, 1:], Q_coa[:, 1:]
+
+
+class MultiHead(nn.Module):
+    """MultiHead(X, Y, Z) = [h_1; ...; h_p] W_o, h_j = Attention(X W_j^X, Y W_j^Y, Z W_j^Z) (Eqs. 22-23).
+
+    Each W_j projects to `head_dim` (the paper: d, "all linear transformations ... project to d"),
+    scores are scaled by 1/sqrt(head_dim) (Eq. 22's sqrt(d)), dropout on the attention weights
+    ("before multiplying by Z"). No biases: the paper's projections are plain matrices.
+    """
+
+    def __init__(self, d: int, heads: int, head_dim: int, dropout: float):
+        super().__init__()
+        self.h, self.k, self.p = heads, head_dim, dropout
+        self.wx = nn.Linear(d, heads * head_dim, bias=False)
+        self.wy = nn.Linear(d, heads * head_dim, bias=False)
+        self.wz = nn.Linear(d, heads * head_dim, bias=False)
+        self.wo = nn.Linear(heads * head_dim, d, bias=False)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:  # [B, L, H*k] -> [B, H, L, k]
+        return x.view(x.shape[0], x.shape[1], self.h, self.k).transpose(1, 2)
+
+    def keys_values(self, y: torch.Tensor, z: torch.Tensor | None = None):
+        """Projected keys and values, each [B, H, L, k] (cacheable: they depend only on Y, Z)."""
+        return self._split(self.wy(y)), self._split(self.wz(y if z is None else z))
+
+    def forward(self, x: torch.Tensor, kv, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B, Lx, d] attends to kv=(keys, values) [B, H, Ly, k]; mask broadcastable to [B, H, Lx, Ly]."""
+        q = self._split(self.wx(x))
+        out = F.scaled_dot_product_attention(q, kv[0], kv[1], attn_mask=mask,
+                                             dropout_p=self.p if self.training else 0.0)  # [B, H, Lx, k]
+        return self.wo(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], self.h * self.k))
+
+
+class FeedForward(nn.Module):
+    """max(0, X U) V (Eq. 25 without the residual, which the layers add)."""
+
+    def __init__(self, d: int, f: int, dropout: float):
+        super().__init__()
+        self.u, self.v, self.drop = nn.Linear(d, f), nn.Linear(f, d), nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.v(self.drop(F.relu(self.u(x))))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then residual feed-forward, each followed by layer norm (Eqs. 24-26)."""
+
+    def __init__(self, d: int, f: int, heads: int, head_dim: int, dropout: float):
+        super().__init__()
+        self.attn = MultiHead(d, heads, head_dim, dropout)
+        self.ff = FeedForward(d, f, dropout)
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x [B, L, d], mask [B, L] -> [B, L, d]."""
+        x = self.norm1(x + self.drop(self.attn(x, self.attn.keys_values(x), mask[:, None, None, :])))
+        return self.norm2(x + self.drop(self.ff(x)))
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, attention over the context, residual feed-forward (Eqs. 4-6).
+
+    Two modes with one computation: the whole answer at once (causal mask), or one position given the
+    cached keys/values of the previous positions (`cache`), for greedy decoding.
+    """
+
+    def __init__(self, d: int, f: int, heads: int, head_dim: int, dropout: float):
+        super().__init__()
+        self.self_attn = MultiHead(d, heads, head_dim, dropout)
+        self.ctx_attn = MultiHead(d, heads, head_dim, dropout)
+        self.ff = FeedForward(d, f, dropout)
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, memory_kv, memory_mask, cache=None):
+        """x [B, T, d] (T = 1 with a cache); memory_kv: keys/values of C_fin; memory_mask [B, L].
+
+        Returns (output [B, T, d], new cache = keys/values of all positions so far).
+        """
+        k, v = self.self_attn.keys_values(x)  # [B, H, T, k]
+        if cache is None:
+            T = x.shape[1]
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()  # causal
+        else:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+            mask = None  # one new position sees every cached one
+        x = self.norm1(x + self.drop(self.self_attn(x, (k, v), mask)))
+        x = self.norm2(x + self.drop(self.ctx_attn(x, memory_kv, memory_mask[:, None, None, :])))
+        return self.norm3(x + self.drop(self.ff(x))), (k, v)
+
+
+def positional_encodings(T: int, d: int, offset: int = 0, device=None) -> torch.Tensor:
+    """[T, d]: PE[t, k] = sin(t / 10000^(k/d)) for even k, cos(t / 10000^((k-1)/d)) for odd k (Eq. 3)."""
+    t = torch.arange(offset, offset + T, dtype=torch.float32, device=device)[:, None]
+    k = torch.arange(d, device=device)
+    freq = torch.pow(10000.0, -(k - k % 2).float() / d)  # [d]
+    angle = t * freq
+    return torch.where(k % 2 == 0, torch.sin(angle), torch.cos(angle))
+
+
+class DecoderLSTM(nn.Module):
+    """The intermediate decoder LSTM (Eq. 7), `layers` stacked cells; dropout on the input."""
+
+    def __init__(self, d_in: int, d: int, layers: int, dropout: float):
+        super().__init__()
+        self.cells = nn.ModuleList(nn.LSTMCell(d_in if i == 0 else d, d) for i in range(layers))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, state):
+        """x [B, d_in]; state = (h, c) each [layers, B, d] -> (top h [B, d], new state)."""
+        hs, cs = [], []
+        for i, cell in enumerate(self.cells):
+            h, c = cell(self.drop(x), (state[0][i], state[1][i]))
+            hs.append(h)
+            cs.append(c)
+            x = h
+        return x, (torch.stack(hs), torch.stack(cs))
+
+
+class PointerAttention(nn.Module):
+    """Attention of the decoder state over C_fin (or Q_fin) and the recurrent state (Eqs. 8-9).
+
+    alpha = softmax(X W h) over real positions; state = tanh(W' [X^T alpha ; h]). Returns (state [B, d],
+    log alpha [B, L]): log-weights, so the loss can sum pointer mass per token in log space.
+    """
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.w = nn.Linear(d, d, bias=False)
+        self.w_out = nn.Linear(2 * d, d, bias=False)
+
+    def forward(self, h: torch.Tensor, x: torch.Tensor, mask: torch.Tensor):
+        scores = (x @ self.w(h)[:, :, None]).squeeze(2)  # [B, L]
+        log_alpha = scores.masked_fill(~mask, masked_fill_value(scores.dtype)).log_softmax(-1)
+        summary = (log_alpha.exp()[:, None, :] @ x).squeeze(1)  # [B, d]
+        return torch.tanh(self.w_out(torch.cat([summary, h], -1))), log_alpha
+
+
+class WordEmbedding(nn.Module):
+    """Input embeddings over the full vocabulary: a frozen table (not saved in checkpoints: it is rebuilt
+    from the vector files and checked by `fingerprint`) or, without a table, trainable vectors."""
+
+    def __init__(self, num: int, dim: int, table: torch.Tensor | None = None, pad_id: int | None = None):
+        super().__init__()
+        if table is not None:
+            if table.dim() != 2 or table.shape[0] != num:
+                raise ValueError(f"embedding table must be [{num}, D] (one row per vocabulary token), "
+                                 f"got {list(table.shape)}")
+            self.register_buffer("table", table.detach().float().contiguous(), persistent=False)
+            self.weight = None
+            from train.embeddings import table_fingerprint
+
+            self.fingerprint = table_fingerprint(self.table)
+        else:
+            self.table = None
+            self.weight = nn.Parameter(torch.randn(num, dim))
+            if pad_id is not None:
+                with torch.no_grad():
+                    self.weight[pad_id].zero_()
+            self.fingerprint = None
+        self.dim = (table if table is not None else self.weight).shape[1]
+
+    @property
+    def frozen(self) -> bool:
+        return self.table is not None
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return F.embedding(ids, self.table if self.table is not None else self.weight)

@@ -1,0 +1,339 @@
+"""MQAN (paper Section 3, Appendix E) and its Table 2 baselines, as one module.
+
+Variants (`ModelConfig.variant`), each adding to the previous one:
+  s2s   pointer-generator over the concatenation "Context: c Question: q": projection, BiLSTM, LSTM
+        decoder with attention, and one switch between the vocabulary and the pointer
+  satt  + compression BiLSTM, self-attentive encoder layers, final BiLSTM; self-attentive decoder layers
+  catt  + context and question encoded separately, dual coattention (context pointer only)
+  qptr  + question arm and question pointer with its switch: MQAN (`mqan` is an alias)
+
+One computation for training and decoding: `token_log_probs` (teacher forcing) and `greedy` call
+the same step functions; greedy keeps the keys/values of past decoder positions and of C_fin, so
+nothing is recomputed. The loss needs only each target's probability, computed in log space from
+the three sources (no extended-vocabulary distribution is built in training):
+    log p(y) = logsumexp(log g + log p_v(y), log (1-g) l + log sum_{c_i=y} a^C_i,
+                         log (1-g)(1-l) + log sum_{q_i=y} a^Q_i)        (Eq. 13)
+Shapes: B batch, L context, M question, T answer steps, d dimension, V generative vocabulary,
+X extended vocabulary of the batch (V + batch-local tokens), N selected answer positions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from deca.config import ModelConfig
+from deca.text import detokenize
+from train.batch import Batch, Sequences
+from train.layers import (BiLSTM, Coattention, DecoderLayer, DecoderLSTM, EncoderLayer, PointerAttention,
+                          WordEmbedding, positional_encodings)
+from train.vocab import EOS_ID, INIT_ID, PAD_ID, UNK_ID, Vocab
+
+NEG = -1e9  # log-weight of "no such source" (finite: keeps gradients free of NaN)
+
+
+@dataclass(frozen=True)
+class Arch:
+    split: bool  # context and question as two inputs (else their concatenation)
+    self_attention: bool
+    coattention: bool
+    question_pointer: bool
+
+
+VARIANTS = {
+    "s2s": Arch(False, False, False, False),
+    "satt": Arch(False, True, False, False),
+    "catt": Arch(True, True, True, False),
+    "qptr": Arch(True, True, True, True),
+    "mqan": Arch(True, True, True, True),
+}
+
+
+@dataclass
+class Encoded:
+    context: torch.Tensor  # [B, L, d] C_fin (for s2s/satt: of the concatenation)
+    context_mask: torch.Tensor  # [B, L]
+    context_ext: torch.Tensor  # [B, L] extended ids (pointer targets)
+    question: torch.Tensor | None  # [B, M, d] Q_fin (question pointer only)
+    question_mask: torch.Tensor | None
+    question_ext: torch.Tensor | None
+    state: tuple[torch.Tensor, torch.Tensor]  # decoder LSTM initial (h, c), each [layers, B, d]
+
+
+@dataclass
+class GreedyOutput:
+    tokens: list[list[str]]  # answer tokens (up to <eos>, specials dropped)
+    texts: list[str]  # detokenized answers
+    ids: torch.Tensor  # [B, S] extended ids chosen at each step (S <= max_len)
+    log_probs: torch.Tensor  # [B, S] log p of the chosen token (0 after <eos>)
+    source_weights: torch.Tensor  # [B, S, 3] weights of vocabulary / context ptr / question ptr (0 after <eos>)
+    lengths: torch.Tensor  # [B] steps taken up to and including <eos>
+
+
+class Arm(nn.Module):
+    """Compression BiLSTM, self-attentive layers, final BiLSTM (Eqs. 20-27) for one input."""
+
+    def __init__(self, d_in: int, cfg: ModelConfig, head_dim: int):
+        super().__init__()
+        d, p = cfg.dimension, cfg.dropout
+        self.compress = BiLSTM(d_in, d, cfg.rnn_layers, p)
+        self.layers = nn.ModuleList(EncoderLayer(d, cfg.ff_hidden, cfg.heads, head_dim, p)
+                                    for _ in range(cfg.transformer_layers))
+        self.final = BiLSTM(d, d, cfg.rnn_layers, p)
+
+    def forward(self, x: torch.Tensor, seq: Sequences):
+        x, _ = self.compress(x, seq.lengths)  # [B, L, d] C_com
+        for layer in self.layers:
+            x = layer(x, seq.mask)  # C_self
+        return self.final(x, seq.lengths)  # C_fin [B, L, d], final (h, c)
+
+
+class MQAN(nn.Module):
+    """The multitask question answering network; `cfg.variant` selects a Table 2 baseline."""
+
+    def __init__(self, cfg: ModelConfig, vocab: Vocab, embeddings: torch.Tensor | None = None):
+        super().__init__()
+        if cfg.variant not in VARIANTS:
+            raise ValueError(f"model.variant {cfg.variant!r} unknown; choose one of {', '.join(VARIANTS)}")
+        if cfg.dimension % 2:
+            raise ValueError(f"model.dimension must be even (BiLSTM halves), got {cfg.dimension}")
+        self.cfg, self.vocab, self.arch = cfg, vocab, VARIANTS[cfg.variant]
+        d, p, arch = cfg.dimension, cfg.dropout, self.arch
+        head_dim = cfg.head_dim or d
+        self.generative_size = vocab.generative_size
+        self.embed = WordEmbedding(len(vocab), cfg.embedding_dim, embeddings, PAD_ID)
+        self.drop = nn.Dropout(p)
+        self.enc_proj = nn.Linear(self.embed.dim, d)  # W1, Eq. 15
+        self.dec_proj = nn.Linear(self.embed.dim, d)  # W2, Eq. 2
+        self.encode_ind = BiLSTM(d, d, cfg.rnn_layers, p)  # shared BiLSTM_ind, Eq. 16
+        if arch.coattention:
+            self.coattention = Coattention(d)
+        if arch.self_attention:
+            self.context_arm = Arm((4 if arch.coattention else 2) * d, cfg, head_dim)
+            self.decoder_layers = nn.ModuleList(DecoderLayer(d, cfg.ff_hidden, cfg.heads, head_dim, p)
+                                                for _ in range(cfg.transformer_layers))
+        self.lstm = DecoderLSTM(2 * d, d, cfg.rnn_layers, p)  # Eq. 7, input [A_self ; c~_{t-1}]
+        self.context_attn = PointerAttention(d)  # Eqs. 8-9
+        self.vocab_switch = nn.Linear(3 * d, 1)  # gamma, Eq. 12
+        if arch.question_pointer:
+            self.question_arm = Arm(4 * d, cfg, head_dim)
+            self.question_attn = PointerAttention(d)
+            self.question_switch = nn.Linear(3 * d, 1)  # lambda, Eq. 12
+        self.out = nn.Linear(d, self.generative_size)  # W_v, Eq. 11
+
+    # ---- encoder -------------------------------------------------------------------------------------
+    def encode(self, batch: Batch) -> Encoded:
+        arch = self.arch
+        if not arch.split:
+            s = batch.context_question
+            proj = self.enc_proj(self.embed(s.ids))  # [B, L, d]
+            x, state = self.encode_ind(proj, s.lengths)
+            if arch.self_attention:
+                x, state = self.context_arm(torch.cat([proj, x], -1), s)
+            return Encoded(x, s.mask, s.ext, None, None, None, state)
+        c, q = batch.context, batch.question
+        c_proj, q_proj = self.enc_proj(self.embed(c.ids)), self.enc_proj(self.embed(q.ids))  # [B, L|M, d]
+        c_ind, _ = self.encode_ind(c_proj, c.lengths)
+        q_ind, _ = self.encode_ind(q_proj, q.lengths)
+        q_sum, c_coa, c_sum, q_coa = self.coattention(c_ind, q_ind, c.mask, q.mask)
+        c_fin, state = self.context_arm(torch.cat([c_proj, c_ind, q_sum, c_coa], -1), c)  # Eq. 20
+        if not arch.question_pointer:
+            return Encoded(c_fin, c.mask, c.ext, None, None, None, state)
+        q_fin, _ = self.question_arm(torch.cat([q_proj, q_ind, c_sum, q_coa], -1), q)  # Eq. 21
+        return Encoded(c_fin, c.mask, c.ext, q_fin, q.mask, q.ext, state)
+
+    # ---- decoder pieces shared by teacher forcing and greedy decoding ---------------------------------
+    def _answer_features(self, enc: Encoded, inputs: torch.Tensor, offset: int = 0, caches=None, memory=None):
+        """Decoder inputs (full ids [B, T]) -> LSTM inputs [B, T, d]: A_self, or A_proj for s2s.
+
+        With `caches` (a list, one entry per layer, updated in place) the T positions continue a prefix
+        of length `offset` whose keys/values are cached; `memory` = per-layer keys/values of C_fin.
+        """
+        a = self.dec_proj(self.embed(inputs))  # A_proj [B, T, d]
+        if not self.arch.self_attention:
+            return a
+        x = self.drop(a + positional_encodings(inputs.shape[1], a.shape[-1], offset, a.device))  # A_ppr
+        if memory is None:
+            memory = [layer.ctx_attn.keys_values(enc.context) for layer in self.decoder_layers]
+        for i, layer in enumerate(self.decoder_layers):
+            x, kv = layer(x, memory[i], enc.context_mask, None if caches is None else caches[i])
+            if caches is not None:
+                caches[i] = kv
+        return x  # A_self [B, T, d]
+
+    def _step(self, enc: Encoded, x: torch.Tensor, state, ctx_prev: torch.Tensor):
+        """One recurrent step: x [B, d], c~_{t-1} [B, d] -> h, state, c~_t, log a^C, q~_t, log a^Q."""
+        h, state = self.lstm(torch.cat([x, ctx_prev], -1), state)
+        ctx, log_ac = self.context_attn(h, enc.context, enc.context_mask)  # [B, d], [B, L]
+        qctx = log_aq = None
+        if self.arch.question_pointer:
+            qctx, log_aq = self.question_attn(h, enc.question, enc.question_mask)
+        return h, state, ctx, log_ac, qctx, log_aq
+
+    def _switches(self, x, h, ctx, qctx):
+        """Switch logits (gamma, lambda) for any leading shape [..., d] -> [...]."""
+        sv = self.vocab_switch(torch.cat([ctx, h, x], -1)).squeeze(-1)
+        sq = self.question_switch(torch.cat([qctx, h, x], -1)).squeeze(-1) if self.arch.question_pointer else None
+        return sv, sq
+
+    def _target_log_probs(self, logits, sv, sq, log_ac, c_ext, log_aq, q_ext, y):
+        """log p(y) of the mixture, Eq. 13, per row. logits [N, V]; log_a*/ *_ext [N, L|M]; y [N].
+
+        A target no source can produce (for catt: a batch-local token found only in the question) counts
+        as UNK, so the loss stays bounded.
+        """
+        gen = y < self.generative_size
+        reachable = gen | (c_ext == y[:, None]).any(-1)
+        if self.arch.question_pointer:
+            reachable |= (q_ext == y[:, None]).any(-1)
+        y = torch.where(reachable, y, UNK_ID)
+        gen = y < self.generative_size
+        lpv = (-F.cross_entropy(logits, torch.where(gen, y, 0), reduction="none")).masked_fill(~gen, NEG)
+        lpc = log_ac.masked_fill(c_ext != y[:, None], NEG).logsumexp(-1)
+        lg, l1g = F.logsigmoid(sv), F.logsigmoid(-sv)
+        terms = [lg + lpv, l1g + lpc]
+        if self.arch.question_pointer:
+            lpq = log_aq.masked_fill(q_ext != y[:, None], NEG).logsumexp(-1)
+            terms = [lg + lpv, l1g + F.logsigmoid(sq) + lpc, l1g + F.logsigmoid(-sq) + lpq]
+        return torch.stack(terms).logsumexp(0)
+
+    def _source_weights(self, sv, sq):
+        """[..., 3]: gamma, (1-gamma) lambda, (1-gamma)(1-lambda) (lambda = 1 without a question pointer)."""
+        g = torch.sigmoid(sv)
+        lam = torch.sigmoid(sq) if sq is not None else torch.ones_like(g)
+        return torch.stack([g, (1 - g) * lam, (1 - g) * (1 - lam)], -1)
+
+    def _distribution(self, logits, sv, sq, log_ac, c_ext, log_aq, q_ext, size: int):
+        """The full mixed distribution over the extended vocabulary, [N, X] (decoding and tests only)."""
+        w = self._source_weights(sv, sq)  # [N, 3]
+        p = logits.new_zeros(logits.shape[0], size)
+        p[:, : self.generative_size] = w[:, :1] * logits.softmax(-1)
+        p.scatter_add_(1, c_ext, w[:, 1:2] * log_ac.exp())
+        if self.arch.question_pointer:
+            p.scatter_add_(1, q_ext, w[:, 2:3] * log_aq.exp())
+        return p
+
+    # ---- teacher forcing --------------------------------------------------------------------------------
+    def _teacher_forced(self, batch: Batch, targets: torch.Tensor | None):
+        """Run the decoder on the gold answer (or on `targets`, extended ids [B, T] padded with PAD_ID)."""
+        if targets is None:
+            inputs, targets, mask = batch.answer_inputs, batch.answer_targets, batch.answer_mask
+        else:
+            mask = targets != PAD_ID
+            init = torch.full_like(targets[:, :1], INIT_ID)
+            inputs = torch.cat([init, batch.ext_to_full(targets[:, :-1])], 1)
+        enc = self.encode(batch)
+        x = self._answer_features(enc, inputs)  # [B, T, d]
+        state, ctx = enc.state, x.new_zeros(x.shape[0], x.shape[2])
+        steps = []
+        for t in range(x.shape[1]):
+            h, state, ctx, log_ac, qctx, log_aq = self._step(enc, x[:, t], state, ctx)
+            steps.append((h, ctx, log_ac, qctx, log_aq))
+        h, ctx, log_ac, qctx, log_aq = [None if s[0] is None else torch.stack(s, 1) for s in zip(*steps)]
+        return enc, targets, mask, (x, h, ctx, log_ac, qctx, log_aq)
+
+    def _select(self, enc, mask, outs):
+        """Rows of the answer positions in `mask` ([B, T]) -> the arguments of the mixture functions."""
+        x, h, ctx, log_ac, qctx, log_aq = outs
+        b = mask.nonzero()[:, 0]  # example of each selected position, [N]
+        sv, sq = self._switches(x[mask], h[mask], ctx[mask], None if qctx is None else qctx[mask])
+        logits = self.out(self.drop(ctx[mask]))  # [N, V]: only real answer positions
+        q = (log_aq[mask], enc.question_ext[b]) if log_aq is not None else (None, None)
+        return logits, sv, sq, log_ac[mask], enc.context_ext[b], q[0], q[1]
+
+    def token_log_probs(self, batch: Batch, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """[B, T] log p of each answer target (gold, or `targets`), 0 at padding."""
+        enc, targets, mask, outs = self._teacher_forced(batch, targets)
+        lp = self._target_log_probs(*self._select(enc, mask, outs), targets[mask])
+        return torch.zeros(mask.shape, dtype=lp.dtype, device=lp.device).masked_scatter(mask, lp)
+
+    def forward(self, batch: Batch, reduction: str = "mean") -> torch.Tensor:
+        """Token-level NLL of the gold answers: mean (default) or sum over the non-pad answer tokens."""
+        enc, targets, mask, outs = self._teacher_forced(batch, None)
+        nll = -self._target_log_probs(*self._select(enc, mask, outs), targets[mask])
+        if reduction == "sum":
+            return nll.sum()
+        if reduction != "mean":
+            raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+        return nll.mean()
+
+    def distributions(self, batch: Batch, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """[B, T, X] mixed output distributions under teacher forcing (0 rows at padding). For tests/analysis."""
+        enc, targets, mask, outs = self._teacher_forced(batch, targets)
+        p = self._distribution(*self._select(enc, mask, outs), batch.extended_size)
+        out = p.new_zeros(*mask.shape, p.shape[-1])
+        out[mask] = p
+        return out
+
+    # ---- greedy decoding --------------------------------------------------------------------------------
+    @torch.no_grad()
+    def greedy(self, batch: Batch, max_len: int | None = None, incremental: bool = True) -> GreedyOutput:
+        """Batched greedy decoding (eval mode) until every answer has <eos> or `max_len` steps.
+
+        `incremental=False` recomputes the self-attentive decoder over the whole prefix (and the keys/
+        values of C_fin) at every step, as the original did: same outputs, for benchmarks and tests.
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            return self._greedy(batch, max_len or self.cfg.max_answer_length, incremental)
+        finally:
+            self.train(was_training)
+
+    def _greedy(self, batch: Batch, max_len: int, incremental: bool) -> GreedyOutput:
+        enc = self.encode(batch)
+        B = batch.size
+        prev = torch.full((B, 1), INIT_ID, dtype=torch.long, device=enc.context.device)
+        state, ctx = enc.state, enc.context.new_zeros(B, enc.context.shape[-1])
+        memory = caches = None
+        if self.arch.self_attention and incremental:
+            memory = [layer.ctx_attn.keys_values(enc.context) for layer in self.decoder_layers]
+            caches = [None] * len(self.decoder_layers)
+        prefix = prev
+        done = torch.zeros(B, dtype=torch.bool, device=prev.device)
+        ids, lps, weights, finished = [], [], [], []
+        for t in range(max_len):
+            if incremental or not self.arch.self_attention:
+                x = self._answer_features(enc, prev, offset=t, caches=caches, memory=memory)[:, -1]
+            else:
+                x = self._answer_features(enc, prefix)[:, -1]
+            h, state, ctx, log_ac, qctx, log_aq = self._step(enc, x, state, ctx)
+            sv, sq = self._switches(x, h, ctx, qctx)
+            logits = self.out(ctx)
+            p = self._distribution(logits, sv, sq, log_ac, enc.context_ext, log_aq, enc.question_ext,
+                                   batch.extended_size)
+            y = p.argmax(-1)  # [B]
+            lp = self._target_log_probs(logits, sv, sq, log_ac, enc.context_ext, log_aq, enc.question_ext, y)
+            finished.append(done.clone())
+            ids.append(y)
+            lps.append(lp)
+            weights.append(self._source_weights(sv, sq))
+            done |= y == EOS_ID
+            if bool(done.all()):
+                break
+            prev = batch.ext_to_full(y)[:, None]
+            prefix = torch.cat([prefix, prev], 1)
+        live = ~torch.stack(finished, 1)  # [B, S] steps up to and including <eos>
+        ids_t = torch.stack(ids, 1).masked_fill(~live, PAD_ID)
+        lp_t = torch.stack(lps, 1).masked_fill(~live, 0.0)
+        w_t = torch.stack(weights, 1).masked_fill(~live[..., None], 0.0)
+        tokens = [batch.ext_to_tokens(row, self.vocab) for row in ids_t.tolist()]
+        return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t, lp_t, w_t, live.sum(1))
+
+
+def build_model(cfg: ModelConfig, vocab: Vocab, embeddings: torch.Tensor | None = None,
+                progress: bool = False) -> MQAN:
+    """The model of `cfg` for `vocab`. Without `embeddings`, the vector files named in `cfg` are read
+    (frozen [char ; word] table); with no files either, embeddings of `cfg.embedding_dim` are trained."""
+    if embeddings is None and (cfg.word_vectors or cfg.char_vectors):
+        from train.embeddings import load_embeddings
+
+        embeddings = load_embeddings(vocab.itos, cfg.word_vectors, cfg.char_vectors, progress=progress)
+    return MQAN(cfg, vocab, embeddings)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters (frozen embedding tables are buffers and not counted)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

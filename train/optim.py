@@ -1,0 +1,54 @@
+"""Optimization from the paper's Appendix D: Adam (0.9, 0.98, 1e-9) with a warmup + inverse-sqrt schedule.
+
+The learning rate at step k (1-based, the k-th optimizer update) is
+
+    lr(k) = peak * min(k / warmup, sqrt(warmup / k))
+
+It rises linearly from 0 to `peak` (2.5e-3) over `warmup` (800) steps, then decays as 1/sqrt(k). This is
+the original's ``1/sqrt(d) * min(1/sqrt(k), k / (warmup * sqrt(warmup)))`` with d = 200, warmup = 800
+written with the peak as the parameter, so it no longer changes with the model dimension.
+With warmup = 0 the rate starts at the peak and decays as 1/sqrt(k).
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import torch
+
+
+def lr_factor(step: int, warmup: int) -> float:
+    """Multiplier of the peak rate for the `step`-th update (1-based)."""
+    if step < 1:
+        raise ValueError(f"steps are 1-based, got {step}")
+    if warmup <= 0:
+        return 1.0 / math.sqrt(step)
+    return min(step / warmup, math.sqrt(warmup / step))
+
+
+def build_optimizer(parameters: Iterable[torch.nn.Parameter], train_cfg) -> torch.optim.Adam:
+    """Adam over the trainable parameters with the peak rate, betas and eps of `train_cfg`."""
+    params = [p for p in parameters if p.requires_grad]
+    if len(train_cfg.betas) != 2:
+        raise ValueError(f"train.betas: expected two numbers, got {train_cfg.betas}")
+    return torch.optim.Adam(params, lr=train_cfg.lr, betas=tuple(train_cfg.betas), eps=train_cfg.eps)
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, train_cfg) -> torch.optim.lr_scheduler.LambdaLR:
+    """Per-step schedule: call ``scheduler.step()`` after each ``optimizer.step()``.
+
+    LambdaLR evaluates its lambda at 0 on construction (for the first update) and at n after n calls of
+    step(), so the rate of the k-th update is ``peak * lr_factor(k, warmup)``.
+    """
+    warmup = train_cfg.warmup
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda n: lr_factor(n + 1, warmup))
+
+
+def clip_gradients(parameters: Iterable[torch.nn.Parameter], max_norm: float) -> float:
+    """Clip the global gradient norm to `max_norm` (0 or less: no clipping); returns the norm before."""
+    params = [p for p in parameters if p.grad is not None]
+    if not params:
+        return 0.0
+    if max_norm and max_norm > 0:
+        return float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params])))

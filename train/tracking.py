@@ -1,0 +1,182 @@
+"""MLflow tracking of training runs: one MLflow run per training job (kept across resumes).
+
+The driver creates the run (resolved config as params, config and vocabulary fingerprint as artifacts);
+the rank-0 worker logs metrics by iteration, the phase (as a metric and a tag at each change), the best
+checkpoint and the plots; the driver closes the run with its final status. Other ranks never log.
+
+Metric names:
+  train/loss/<task>        mean training loss of that task's batches since the last log (all workers)
+  train/loss               mean over every batch since the last log
+  train/lr                 learning rate of the last update
+  train/tokens_per_s       context+question+answer tokens per second, all workers together
+  train/examples_per_s
+  phase                    index of the schedule phase (a step chart: phases show on every plot)
+  val/<task>/<metric>      every metric eval.api returns, and val/<task>/headline
+  val/decascore            the sum of the headline metrics of the trained tasks
+Tracking URI: $MLFLOW_TRACKING_URI, else ``sqlite:///<project>/mlflow.db`` with artifacts in
+``<project>/mlartifacts`` (set explicitly: with sqlite MLflow would otherwise use ./mlruns of whatever
+directory the experiment happens to be created from).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+PARAM_LIMIT = 6000  # MLflow's maximum param value length
+
+
+def tracking_uri(project: str | Path) -> str:
+    """$MLFLOW_TRACKING_URI, else a local SQLite store in the project directory."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(project).resolve() / 'mlflow.db'}"
+
+
+def client(uri: str):
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def ensure_experiment(mlflow_client, name: str, artifact_root: str | Path | None) -> str:
+    """The id of experiment `name`, created with an explicit artifact location when missing."""
+    exp = mlflow_client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    location = None if artifact_root is None else (Path(artifact_root).resolve() / name).as_uri()
+    return mlflow_client.create_experiment(name, artifact_location=location)
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    """Nested dataclasses / mappings as dotted keys with string values (lists as JSON)."""
+    if dataclasses.is_dataclass(value):
+        value = dataclasses.asdict(value)
+    if isinstance(value, Mapping):
+        out: dict[str, str] = {}
+        for key, sub in value.items():
+            out.update(flatten(sub, f"{prefix}{key}."))
+        if not value and prefix:
+            out[prefix[:-1]] = "{}"
+        return out
+    text = value if isinstance(value, str) else json.dumps(value)
+    return {prefix[:-1]: text[:PARAM_LIMIT]}
+
+
+def vocab_fingerprint(path: str | Path) -> dict[str, Any]:
+    """sha256, size and token count of a vocabulary file (identifies the vocabulary a model needs)."""
+    data = Path(path).read_bytes()
+    return {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+            "tokens": data.count(b"\n")}
+
+
+def start_run(uri: str, experiment: str, run_name: str, config: Mapping[str, Any], *, project: str | Path,
+              vocab: Mapping[str, Any], tags: Mapping[str, str] | None = None) -> str:
+    """Create the MLflow run of a training job: params, tags and the config / vocabulary artifacts."""
+    from mlflow.entities import Param
+
+    c = client(uri)
+    artifact_root = Path(project) / "mlartifacts" if uri.startswith("sqlite:") else None
+    exp_id = ensure_experiment(c, experiment, artifact_root)
+    run = c.create_run(exp_id, run_name=run_name,
+                       tags={"vocab.sha256": vocab["sha256"], **(tags or {})})
+    run_id = run.info.run_id
+    params = [Param(k, v) for k, v in sorted(flatten(config).items())]
+    for i in range(0, len(params), 100):
+        c.log_batch(run_id, params=params[i:i + 100])
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "params.yaml").write_text(yaml.safe_dump(dict(config), sort_keys=False), encoding="utf-8")
+        (Path(tmp) / "vocab_fingerprint.json").write_text(json.dumps(dict(vocab), indent=2), encoding="utf-8")
+        c.log_artifact(run_id, str(Path(tmp) / "params.yaml"), "config")
+        c.log_artifact(run_id, str(Path(tmp) / "vocab_fingerprint.json"), "config")
+    return run_id
+
+
+def end_run(uri: str, run_id: str, status: str = "FINISHED") -> None:
+    """Mark the run FINISHED / FAILED / KILLED."""
+    client(uri).set_terminated(run_id, status)
+
+
+class RunLogger:
+    """What the rank-0 worker logs into an existing run."""
+
+    def __init__(self, uri: str, run_id: str):
+        self.uri, self.run_id = uri, run_id
+        self.client = client(uri)
+        self._phase: int | None = None
+
+    def metrics(self, values: Mapping[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        batch = [Metric(k, float(v), now, int(step)) for k, v in values.items() if v is not None]
+        for i in range(0, len(batch), 500):
+            self.client.log_batch(self.run_id, metrics=batch[i:i + 500])
+
+    def phase(self, index: int, name: str, step: int) -> None:
+        """Record the phase at `step` once per change: metric `phase` and tags `phase`, `phase.<i>`."""
+        if index == self._phase:
+            return
+        self._phase = index
+        self.metrics({"phase": index}, step)
+        self.client.set_tag(self.run_id, "phase", name)
+        self.client.set_tag(self.run_id, f"phase.{index}", f"{name} from iteration {step}")
+
+    def tag(self, key: str, value: Any) -> None:
+        self.client.set_tag(self.run_id, key, str(value))
+
+    def artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        path = Path(path)
+        if path.is_dir():
+            self.client.log_artifacts(self.run_id, str(path), artifact_path)
+        else:
+            self.client.log_artifact(self.run_id, str(path), artifact_path)
+
+
+def history(uri: str, run_id: str, prefix: str = "") -> dict[str, list[tuple[int, float]]]:
+    """Every metric of a run whose name starts with `prefix`, as sorted (step, value) lists."""
+    c = client(uri)
+    keys = [k for k in c.get_run(run_id).data.metrics if k.startswith(prefix)]
+    return {k: sorted((m.step, m.value) for m in c.get_metric_history(run_id, k)) for k in sorted(keys)}
+
+
+def plot_run(uri: str, run_id: str, out_dir: str | Path) -> list[Path]:
+    """Loss curves per task (with phase changes marked) and validation curves, as PNG files."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    hist = history(uri, run_id)
+    changes = [step for step, _ in hist.get("phase", [])[1:]]
+    written = []
+    for name, prefix, ylabel in (("loss", "train/loss/", "training loss (NLL)"),
+                                 ("validation", "val/", "validation metric (0-100)")):
+        series = {k: v for k, v in hist.items() if k.startswith(prefix)
+                  and (name == "loss" or k.endswith("/headline") or k == "val/decascore")}
+        if not series:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for key, points in series.items():
+            steps, values = zip(*points)
+            ax.plot(steps, values, label=key[len(prefix):] if name == "loss" else key[4:], marker="." if
+                    len(points) < 30 else None)
+        for step in changes:
+            ax.axvline(step, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_xlabel("iteration")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize="small")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        path = out_dir / f"{name}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,295 @@
+"""The driver side of `deca train`: checks, the MLflow run, Ray, the TorchTrainer and the progress bar.
+
+Locally `fit` starts its own Ray (quiet, no dashboard) unless Ray is already initialized; with
+RAY_ADDRESS set it joins that cluster. Runs live in <train.storage_dir>/<run name>/ (Ray Train's
+checkpoints, the best model in best/, and deca_run.json naming the MLflow run). A new run refuses an
+existing name; ``resume=True`` reuses the name: Ray Train finds the run's checkpoints there and the
+workers continue from the latest one, logging into the same MLflow run.
+
+On multi-node clusters storage_dir must be shared storage and MLFLOW_TRACKING_URI a server every node
+reaches. Testing hook: DECA_TRAIN_FAIL_AT=<iteration> makes the last worker exit hard right after that
+iteration, once per run (a marker file in the run directory records it).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deca.config import Params
+from deca.errors import ConfigError, DataError, DecaError
+from deca.registry import resolve_tasks
+from deca.schema import split_dir
+
+log = logging.getLogger(__name__)
+
+RUN_FILE = "deca_run.json"
+QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+             "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0", "PYTHONHASHSEED": "0"}
+
+
+class TrainingFailed(DecaError):
+    """Training stopped with an error on a worker after the allowed restarts."""
+
+
+@dataclass
+class Outcome:
+    """What a finished training job left behind."""
+
+    run_name: str
+    run_dir: Path
+    mlflow_run_id: str
+    tracking_uri: str
+    checkpoint: str | None  # directory of the latest Ray Train checkpoint
+    best: Path | None  # directory of the best model (best/model.pt)
+    metrics: dict[str, Any]
+
+
+def resolve_paths(params: Params, project: Path) -> Params:
+    """A copy of `params` with data paths and the storage directory made absolute (workers run elsewhere)."""
+    def absolute(p: str | None) -> str | None:
+        return None if p is None else str((project / p).resolve()) if not Path(p).is_absolute() else p
+
+    data = dataclasses.replace(params.data, processed_dir=absolute(params.data.processed_dir),
+                               vocab_path=absolute(params.data.vocab_path))
+    train = dataclasses.replace(params.train, storage_dir=absolute(params.train.storage_dir))
+    return dataclasses.replace(params, data=data, train=train)
+
+
+def check_inputs(params: Params, tasks: list[str]) -> None:
+    """Fail before starting Ray when the vocabulary or a processed split is missing."""
+    if not Path(params.data.vocab_path).exists():
+        raise DataError(params.data.vocab_path, "vocabulary not found", fix="run `deca prepare` first")
+    for task in tasks:
+        for split in ("train", "validation"):
+            d = split_dir(params.data.processed_dir, task, split)
+            if not any(d.glob("*.parquet")):
+                raise DataError(d, f"no processed {split} split for task {task!r}",
+                                fix=f"run `deca prepare --tasks {task}` or remove it from train.tasks")
+    tc = params.train
+    if tc.iterations <= 0 or tc.token_budget <= 0 or tc.log_every <= 0:
+        raise ConfigError("train.iterations, train.token_budget and train.log_every must be positive")
+    if tc.num_workers < 1:
+        raise ConfigError(f"train.num_workers must be at least 1, got {tc.num_workers}")
+
+
+def default_run_name(params: Params) -> str:
+    return f"{params.train.strategy}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def latest_run(storage: Path) -> str:
+    runs = sorted((p for p in storage.glob(f"*/{RUN_FILE}")), key=lambda p: p.stat().st_mtime)
+    if not runs:
+        raise ConfigError(f"--resume: no run to resume under {storage}")
+    return runs[-1].parent.name
+
+
+def start_ray(params: Params) -> bool:
+    """Initialize Ray unless it already is; returns whether this call started it."""
+    for k, v in QUIET_ENV.items():
+        os.environ.setdefault(k, v)
+    import ray
+
+    if ray.is_initialized():
+        return False
+    kwargs = dict(log_to_driver=False, logging_level=logging.WARNING)
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(include_dashboard=False, **kwargs)
+    return True
+
+
+def check_resources(params: Params) -> None:
+    """Asking for more than the cluster has makes Ray Train wait silently: say so instead."""
+    import ray
+
+    tc = params.train
+    have = ray.cluster_resources()
+    need = {"CPU": tc.num_workers * tc.cpus_per_worker}
+    if tc.use_gpu:
+        need["GPU"] = tc.num_workers * tc.gpus_per_worker
+    for res, amount in need.items():
+        if have.get(res, 0) + 1e-9 < amount:
+            raise ConfigError(f"train.num_workers={tc.num_workers} needs {amount:g} {res} but Ray has "
+                              f"{have.get(res, 0):g}; lower train.num_workers or train.cpus_per_worker "
+                              f"(fractions such as 0.5 are allowed)")
+
+
+def _progress_sink():
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class ProgressSink:
+        """Collects progress messages from rank 0 for the driver's progress bar."""
+
+        def __init__(self):
+            self.items: list[dict] = []
+
+        def push(self, item: dict) -> None:
+            self.items.append(item)
+
+        def drain(self) -> list[dict]:
+            items, self.items = self.items, []
+            return items
+
+    return ProgressSink.remote()
+
+
+class ProgressBar:
+    """A tqdm bar on the driver fed by the progress actor: iteration, phase, loss, tokens/s."""
+
+    def __init__(self, sink, total: int, enabled: bool):
+        self.sink, self.total, self.enabled = sink, total, enabled
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        if self.enabled:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        import ray
+        from tqdm import tqdm
+
+        bar = tqdm(total=self.total, desc="train", unit="it", dynamic_ncols=True)
+        shown: dict[str, str] = {}
+        try:
+            while True:
+                stopping = self._stop.wait(0.5)
+                try:
+                    items = ray.get(self.sink.drain.remote(), timeout=5)
+                except Exception:  # the actor can be briefly unreachable during a restart
+                    items = []
+                for item in items:
+                    if "iteration" in item:
+                        bar.n = min(int(item["iteration"]), self.total)
+                    if "phase" in item:
+                        shown["phase"] = str(item["phase"])
+                    if item.get("loss") is not None:
+                        shown["loss"] = f"{item['loss']:.3f}"
+                    if item.get("tokens_per_s") is not None:
+                        shown["tok/s"] = f"{item['tokens_per_s']:.0f}"
+                    if "event" in item:
+                        shown["event"] = item["event"]
+                    elif "loss" in item:
+                        shown.pop("event", None)
+                if items:
+                    bar.set_postfix(shown, refresh=False)
+                    bar.refresh()
+                if stopping:
+                    break
+        finally:
+            bar.close()
+
+
+def fit(params: Params, *, run_name: str | None = None, resume: bool = False, progress: bool = True,
+        project: str | Path | None = None) -> Outcome:
+    """Train as `params.train` says; see the module docstring. Returns where everything went."""
+    from train.tracking import end_run, start_run, tracking_uri, vocab_fingerprint
+
+    project = Path(project or Path.cwd()).resolve()
+    params = resolve_paths(params, project)
+    tc = params.train
+    tasks = resolve_tasks(tc.tasks)
+    check_inputs(params, tasks)
+    from train.schedule import from_config
+
+    schedule = from_config(tc, tasks)  # configuration errors surface before Ray starts
+    storage = Path(tc.storage_dir)
+    if resume:
+        run_name = run_name or latest_run(storage)
+        run_file = storage / run_name / RUN_FILE
+        if not run_file.exists():
+            raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
+        info = json.loads(run_file.read_text(encoding="utf-8"))
+        uri, run_id = info["tracking_uri"], info["mlflow_run_id"]
+    else:
+        run_name = run_name or default_run_name(params)
+        if (storage / run_name).exists():
+            raise ConfigError(f"run {run_name!r} already exists under {storage}; "
+                              f"pass --resume to continue it or choose another --run-name")
+        uri = tracking_uri(project)
+        run_id = start_run(uri, tc.experiment, run_name, dataclasses.asdict(params), project=project,
+                           vocab=vocab_fingerprint(params.data.vocab_path),
+                           tags={"strategy": tc.strategy, "tasks": ",".join(tasks),
+                                 "schedule": schedule.describe(), "workers": str(tc.num_workers)})
+        (storage / run_name).mkdir(parents=True)
+        info = {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        (storage / run_name / RUN_FILE).write_text(json.dumps(info, indent=2), encoding="utf-8")
+    run_dir = storage / run_name
+
+    started = start_ray(params)
+    try:
+        check_resources(params)
+        sink = _progress_sink()
+        config = {"params": dataclasses.asdict(params), "tasks": tasks, "run_dir": str(run_dir),
+                  "processed_dir": params.data.processed_dir, "vocab_path": params.data.vocab_path,
+                  "tracking_uri": uri, "run_id": run_id, "progress": sink}
+        fail_at = os.environ.get("DECA_TRAIN_FAIL_AT")
+        if fail_at:
+            config["fail_at"] = {"iteration": int(fail_at), "marker": str(run_dir / ".injected_failure")}
+        trainer = build_trainer(params, run_name, config)
+        with ProgressBar(sink, tc.iterations, progress):
+            try:
+                result = trainer.fit()
+            except Exception as exc:
+                end_run(uri, run_id, "FAILED")
+                raise TrainingFailed(f"training run {run_name!r} failed: {exc}\n  checkpoints: {run_dir}; "
+                                     f"continue with `deca train --resume {run_name}`") from exc
+        end_run(uri, run_id, "FINISHED")
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+    best = run_dir / "best"
+    return Outcome(run_name, run_dir, run_id, uri, result.checkpoint.path if result.checkpoint else None,
+                   best if best.exists() else None, dict(result.metrics or {}))
+
+
+def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
+    """The TorchTrainer: workers and resources from params.train, DDP over gloo (CPU) or NCCL (GPU)."""
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    from train.loop import train_loop_per_worker
+
+    tc = params.train
+    resources = {"CPU": tc.cpus_per_worker}
+    if tc.use_gpu:
+        resources["GPU"] = tc.gpus_per_worker
+    run_config_kwargs: dict[str, Any] = {}
+    try:
+        from ray.train.v2.api.config import LoggingConfig
+
+        run_config_kwargs["logging_config"] = LoggingConfig(log_level="WARNING")
+    except ImportError:  # older Ray Train
+        pass
+    return TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config=config,
+        scaling_config=ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu,
+                                     resources_per_worker=resources),
+        backend_config=TorchConfig(backend="nccl" if tc.use_gpu else "gloo"),
+        run_config=RunConfig(
+            name=run_name, storage_path=tc.storage_dir,
+            failure_config=FailureConfig(max_failures=tc.max_failures),
+            checkpoint_config=CheckpointConfig(num_to_keep=max(1, tc.checkpoints_to_keep)),
+            **run_config_kwargs,
+        ),
+    )
