@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from deca.errors import DataError
+from deca.errors import ConfigError, DataError
 from deca.registry import Dropped, Example, get_task
 from deca.tasks.cnn_dailymail import fix_missing_period, read as read_files
 from deca.text import detokenize
@@ -65,6 +65,8 @@ def test_context_truncation_is_a_row_hook(fixture_corpora):
     assert cut["context_tokens"] == full["context_tokens"][:5]
     assert cut["context"] == detokenize(cut["context_tokens"]) == "fixture town, ohio ("
     assert full["context"].startswith(cut["context"]) and full["answer"] == cut["answer"]
+    with pytest.raises(ConfigError, match="max_context_tokens"):
+        to_row(task, "train", example, options=task.make_options({"max_context_tokens": 0}))
 
 
 @pytest.mark.corpora
