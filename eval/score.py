@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from deca.errors import DataError, DecaError
 from deca.registry import all_tasks, get_task, resolve_tasks
-from deca.schema import read_split
+from deca.schema import read_split, split_dir
 from eval.api import PredictionMismatch, decascore, score_task
 from eval.io import write_json
 from eval.metrics.registry import ScoreOptions
@@ -60,7 +60,12 @@ def read_predictions(path: str | Path) -> dict[str, str]:
 
 def read_gold(processed_dir: str | Path, task: str, split: str) -> list[dict[str, Any]]:
     """The gold rows of one task split (the columns the metrics need)."""
-    return read_split(processed_dir, task, split, columns=GOLD_COLUMNS).to_pylist()
+    try:
+        return read_split(processed_dir, task, split, columns=GOLD_COLUMNS).to_pylist()
+    except FileNotFoundError as exc:
+        raise DataError(split_dir(processed_dir, task, split), "no processed Parquet shards",
+                        fix=f"run `deca prepare --tasks {task}` first, or point --data at the processed "
+                            f"directory") from exc
 
 
 def find_wikisql_db(split: str, raw_dir: str | Path, task: str = "wikisql") -> Path | None:
@@ -152,18 +157,27 @@ def mlflow_metrics(scored: Mapping[str, Any]) -> dict[str, float]:
 
 
 def log_to_mlflow(scored: Mapping[str, Any], step: int | None = None) -> str:
-    """Log the metrics to the active MLflow run (or the run named by $MLFLOW_RUN_ID); returns its id."""
+    """Log the metrics to the active MLflow run, or to the run named by $MLFLOW_RUN_ID; returns its id.
+
+    With $MLFLOW_RUN_ID the run is written to through the client, without starting or ending it, so a
+    run owned by another process (e.g. training) keeps its status.
+    """
+    import time
+
     import mlflow
+    from mlflow.entities import Metric
 
     metrics = mlflow_metrics(scored)
     run = mlflow.active_run()
     if run is not None:
         mlflow.log_metrics(metrics, step=step)
         return run.info.run_id
-    if os.environ.get("MLFLOW_RUN_ID"):
-        with mlflow.start_run(run_id=os.environ["MLFLOW_RUN_ID"]) as run:
-            mlflow.log_metrics(metrics, step=step)
-            return run.info.run_id
+    run_id = os.environ.get("MLFLOW_RUN_ID")
+    if run_id:
+        now = int(time.time() * 1000)
+        batch = [Metric(key, value, now, step or 0) for key, value in metrics.items()]
+        mlflow.tracking.MlflowClient().log_batch(run_id, metrics=batch)
+        return run_id
     raise DecaError("--mlflow: no active MLflow run; set MLFLOW_RUN_ID (and MLFLOW_TRACKING_URI) to the run "
                     "to log to, or call eval.score.log_to_mlflow inside `with mlflow.start_run():`")
 

@@ -138,30 +138,17 @@ def validation_metrics(results: dict[str, dict]) -> tuple[dict[str, float], floa
     return metrics, score
 
 
-def save_best(run_dir: Path, model: torch.nn.Module, params: Params, vocab, info: dict[str, Any]) -> Path:
-    """Write the best model atomically to <run_dir>/best/ (model weights, config, vocabulary fingerprint)."""
-    best = run_dir / "best"
-    tmp = run_dir / f".best.tmp.{os.getpid()}"
-    tmp.mkdir(parents=True, exist_ok=True)
-    save_model_checkpoint(tmp / "model.pt", unwrap(model), params, vocab, info)
-    old = run_dir / f".best.old.{os.getpid()}"
-    if best.exists():
-        best.rename(old)
-    tmp.rename(best)
-    if old.exists():
-        import shutil
+def save_best(run_dir: Path, model: torch.nn.Module, params: Params, extra: dict[str, Any]) -> Path:
+    """Write the best model to <run_dir>/best/model.pt (train.checkpoint format, what `deca evaluate` loads).
 
-        shutil.rmtree(old)
-    return best
-
-
-def save_model_checkpoint(path: Path, model: torch.nn.Module, params: Params, vocab, info: dict[str, Any]) -> None:
-    """A self-contained model checkpoint (what `deca evaluate` loads)."""
+    The file is written under a temporary name and renamed, so best/ always holds a complete model.
+    """
     import dataclasses
 
-    torch.save({"model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                "model_config": dataclasses.asdict(params.model), "params": dataclasses.asdict(params),
-                "vocab_fingerprint": vocab.fingerprint, **info}, path)
+    from train.checkpoint import save_checkpoint
+
+    return save_checkpoint(run_dir / "best" / "model.pt", unwrap(model),
+                           {**extra, "params": dataclasses.asdict(params)})
 
 
 class Progress:
@@ -277,7 +264,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         metrics, score = validation_metrics(results)
         if best_score is None or score > best_score:
             best_score, best_iteration = score, iteration
-            save_best(run_dir, model, params, vocab, {"iteration": iteration, "score": score, "results": results})
+            save_best(run_dir, model, params, {"iteration": iteration, "score": score, "results": results})
         metrics["val/best_score"] = best_score
         logger.metrics(metrics, iteration)
         return metrics

@@ -111,7 +111,8 @@ def truncate_context(row: dict, split: str, options: CnnDailymailOptions) -> dic
     if limit is None:
         return row
     if limit < 1:
-        raise ConfigError(f"prepare.task_options.cnn_dailymail.max_context_tokens: must be at least 1 or null, got {limit}")
+        raise ConfigError("prepare.task_options.cnn_dailymail.max_context_tokens: must be at least 1 or null, "
+                          f"got {limit}")
     if len(row["context_tokens"]) > limit:
         row["context_tokens"] = row["context_tokens"][:limit]
         row["context"] = detokenize(row["context_tokens"])

@@ -94,7 +94,8 @@ def read_xml(src: Path, trg: Path) -> Iterator[Example | Dropped]:
                             sum(1 for _ in iter_segments(trg)))
         if s[:2] != t[:2]:
             raise DataError(src, f"segment doc {s[0]!r} seg {s[1]!r} faces doc {t[0]!r} seg {t[1]!r} at line "
-                            f"{t[3]} of {trg}", line=s[3], fix="the two XML files must be the two sides of one test set")
+                            f"{t[3]} of {trg}", line=s[3],
+                            fix="the two XML files must be the two sides of one test set")
         key = f"{s[0]}-{s[1]}"
         if key in seen:
             raise DataError(src, f"duplicate segment doc {s[0]!r} seg {s[1]!r}", line=s[3], fix=REDOWNLOAD)

@@ -29,7 +29,8 @@ SYMS = ("SELECT", "WHERE", "AND", "COL", "TABLE", "CAPTION", "PAGE", "SECTION", 
         "AGG", "AGGOPS", "CONDOPS")
 KEYWORDS = ", ".join(AGG_OPS[1:] + COND_OPS + SYMS)
 FILES = {"train": "train", "validation": "dev", "test": "test"}
-FIX = "the files should come from WikiSQL's data.tar.bz2 (data/<split>.jsonl with its <split>.tables.jsonl); extract it again"
+FIX = ("the files should come from WikiSQL's data.tar.bz2 (data/<split>.jsonl with its <split>.tables.jsonl); "
+       "extract it again")
 
 
 def logical_form(sql: dict, header: Sequence[str]) -> str:

@@ -37,7 +37,8 @@ def test_train_tags_metadata_removed_per_file_and_empty_sides_counted(fixture_co
     pairs = [(r.context, r.answer) for r in records if isinstance(r, Example)]
     assert pairs == [
         ("I want to tell you about a quiet lab.", "Ich möchte Ihnen von einem stillen Labor erzählen."),
-        ("Nobody there ever raises their voice -- not even once.", "Niemand dort wird je laut -- nicht ein einziges Mal."),
+        ("Nobody there ever raises their voice -- not even once.",
+         "Niemand dort wird je laut -- nicht ein einziges Mal."),
         ("Thank you.", "Danke."),
         ("Bridges connect   people.", "Brücken verbinden Menschen."),
         ("So let's build more of them.", "Also lasst uns mehr davon bauen."),

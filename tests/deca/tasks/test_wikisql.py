@@ -51,9 +51,11 @@ def test_logical_forms_of_every_split(fixture_corpora):
 
 
 def test_helpers():
-    assert KEYWORDS.startswith("MAX, MIN, COUNT, SUM, AVG, =, >, <, OP, SELECT") and KEYWORDS.endswith("AGGOPS, CONDOPS")
+    assert KEYWORDS.startswith("MAX, MIN, COUNT, SUM, AVG, =, >, <, OP, SELECT")
+    assert KEYWORDS.endswith("AGGOPS, CONDOPS")
     assert table_context(["a", "b"], "q?").endswith("b and key words " + KEYWORDS + "-- q?")
-    assert logical_form({"sel": 0, "agg": 0, "conds": [[1, 3, "x  y"]]}, ["A  b", "C"]) == "SELECT A b FROM table WHERE C OP x y"
+    sql = {"sel": 0, "agg": 0, "conds": [[1, 3, "x  y"]]}
+    assert logical_form(sql, ["A  b", "C"]) == "SELECT A b FROM table WHERE C OP x y"
 
 
 def _copy(fixture_corpora, tmp_path):

@@ -1,0 +1,168 @@
+"""Benchmark: the `deca prepare` Beam pipeline vs a plain single-process loop, side by side.
+
+Both do the same work on the same real files (../shared/corpora: SQuAD dev, SST, WOZ English,
+QA-SRL): read raw records -> (context, question, answer) -> normalize, lowercase, revtok -> Parquet
+shards of the processed schema. Each variant runs in its own fresh Python process, so that its peak
+RSS (getrusage ru_maxrss; for the multi-process runner also the largest worker's) is its own.
+
+    .venv/bin/python bench/prepare.py [--corpora ../shared/corpora] [--repeat 1]
+
+Variants: `plain` (loop + pyarrow ParquetWriter), `beam` (FnApiRunner, in process),
+`beam-mp2` (FnApiRunner with --direct_num_workers=2 --direct_running_mode=multi_processing).
+Times are the job itself (imports and interpreter start excluded, reported separately).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# (task, splits) on the real files; SQuAD has only its dev set in the mirror.
+JOBS = {"squad": ["validation"], "sst": ["train", "validation", "test"],
+        "woz.en": ["train", "validation", "test"], "srl": ["train", "validation", "test"]}
+VARIANTS = {
+    "plain": None,
+    "beam": [],
+    "beam-mp2": ["--direct_num_workers=2", "--direct_running_mode=multi_processing"],
+}
+
+
+def peak_rss_mb(children: bool = False) -> float:
+    """Peak resident set size in MiB of this process (or of its largest waited-for child)."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+def run_plain(corpora: Path, out: Path, rows_per_shard: int) -> int:
+    """The same read -> to_row -> Parquet work as one loop; rows streamed to a ParquetWriter per split."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deca.registry import Dropped, get_task
+    from deca.schema import EXAMPLE_SCHEMA
+    from pipelines.rows import to_row
+
+    n = 0
+    for name, splits in JOBS.items():
+        task = get_task(name)
+        options = task.make_options()
+        for split in splits:
+            target = out / name / split
+            target.mkdir(parents=True)
+            buffer: list[dict] = []
+            shard = 0
+
+            def flush():
+                nonlocal shard, buffer
+                pq.write_table(pa.Table.from_pylist(buffer, schema=EXAMPLE_SCHEMA), target / f"part-{shard:05d}.parquet")
+                shard, buffer = shard + 1, []
+
+            for item in task.read(split, task.files(split, corpora), options):
+                if isinstance(item, Dropped):
+                    continue
+                row = to_row(task, split, item, options)
+                if isinstance(row, Dropped):
+                    continue
+                buffer.append(row)
+                n += 1
+                if len(buffer) >= rows_per_shard:
+                    flush()
+            if buffer or shard == 0:
+                flush()
+    return n
+
+
+def run_beam(corpora: Path, out: Path, rows_per_shard: int, beam_args: list[str]) -> int:
+    from deca.config import PrepareConfig
+    from pipelines import prepare
+
+    cfg = PrepareConfig(rows_per_shard=rows_per_shard)
+    names = list(JOBS)
+    job = prepare.PrepareJob(splits=dict(JOBS), raw_root=corpora.resolve(), out=out,
+                             options=prepare.task_options(cfg, names), rows_per_shard=rows_per_shard,
+                             from_mirror=True)
+    result = prepare.run(job, cfg, beam_args)
+    return sum(s["examples"] for st in result.stats.values() for s in st["splits"].values())
+
+
+def child(variant: str, corpora: Path, rows_per_shard: int) -> dict:
+    """Run one variant in this (fresh) process and return its measurements."""
+    t0 = time.perf_counter()
+    import apache_beam  # noqa: F401  (import cost counted for every variant alike)
+
+    import pipelines.prepare  # noqa: F401
+    import pipelines.rows  # noqa: F401
+    from deca.registry import all_tasks
+
+    all_tasks()
+    imports = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="bench-prepare-") as tmp:
+        start = time.perf_counter()
+        if VARIANTS[variant] is None:
+            n = run_plain(corpora, Path(tmp), rows_per_shard)
+        else:
+            n = run_beam(corpora, Path(tmp) / "processed", rows_per_shard, VARIANTS[variant])
+        seconds = time.perf_counter() - start
+        size = sum(p.stat().st_size for p in Path(tmp).rglob("*.parquet"))
+    return {"variant": variant, "examples": n, "seconds": seconds, "imports": imports,
+            "rss_mb": peak_rss_mb(), "child_rss_mb": peak_rss_mb(children=True), "parquet_mb": size / 2**20}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per variant (best time is reported)")
+    parser.add_argument("--rows-per-shard", type=int, default=5000)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ", ".join(VARIANTS))
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.corpora, args.rows_per_shard)))
+        return 0
+    if not args.corpora.is_dir():
+        print(f"error: {args.corpora} not found (pass --corpora DIR: a mirror with squad/, sst/, woz/, srl/)", file=sys.stderr)
+        return 1
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    results: dict[str, dict] = {}
+    for variant in [v for v in args.variants.split(",") if v]:
+        for _ in range(args.repeat):
+            proc = subprocess.run([sys.executable, __file__, "--child", variant, "--corpora", str(args.corpora),
+                                   "--rows-per-shard", str(args.rows_per_shard)],
+                                  capture_output=True, text=True, env=env, cwd=ROOT)
+            if proc.returncode != 0:
+                print(proc.stderr[-3000:], file=sys.stderr)
+                return 1
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            if variant not in results or r["seconds"] < results[variant]["seconds"]:
+                results[variant] = r
+            print(f"  {variant}: {r['examples']:,} examples in {r['seconds']:.2f} s", file=sys.stderr)
+    counts = {r["examples"] for r in results.values()}
+    base = results.get("plain")
+    jobs = ", ".join(f"{t}[{'/'.join(s)}]" for t, s in JOBS.items())
+    print(f"prepare benchmark: {jobs} from {args.corpora}")
+    print(f"{'variant':<10} {'examples':>9} {'job s':>7} {'ex/s':>8} {'vs plain':>9} {'imports s':>9} "
+          f"{'peak RSS MiB':>12} {'workers MiB':>11} {'parquet MiB':>11}")
+    for r in results.values():
+        rate = r["examples"] / r["seconds"]
+        ratio = f"{rate / (base['examples'] / base['seconds']):.2f}x" if base else "-"
+        workers = f"{r['child_rss_mb']:.0f}" if r["variant"] == "beam-mp2" else "-"
+        print(f"{r['variant']:<10} {r['examples']:>9,} {r['seconds']:>7.2f} {rate:>8,.0f} {ratio:>9} "
+              f"{r['imports']:>9.2f} {r['rss_mb']:>12.0f} {workers:>11} {r['parquet_mb']:>11.1f}")
+    if len(counts) > 1:
+        print(f"warning: variants produced different example counts: {sorted(counts)}", file=sys.stderr)
+        return 1
+    print(f"machine: {os.cpu_count()} CPU(s); best of {args.repeat} run(s) per variant")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
