@@ -105,6 +105,7 @@ def child(variant: str, corpora: Path, rows_per_shard: int) -> dict:
 
     all_tasks()
     imports = time.perf_counter() - t0
+    import_rss = peak_rss_mb()
     with tempfile.TemporaryDirectory(prefix="bench-prepare-") as tmp:
         start = time.perf_counter()
         if VARIANTS[variant] is None:
@@ -114,7 +115,7 @@ def child(variant: str, corpora: Path, rows_per_shard: int) -> dict:
         seconds = time.perf_counter() - start
         size = sum(p.stat().st_size for p in Path(tmp).rglob("*.parquet"))
     return {"variant": variant, "examples": n, "seconds": seconds, "imports": imports,
-            "rss_mb": peak_rss_mb(), "child_rss_mb": peak_rss_mb(children=True), "parquet_mb": size / 2**20}
+            "rss_mb": peak_rss_mb(), "import_rss_mb": import_rss, "child_rss_mb": peak_rss_mb(children=True), "parquet_mb": size / 2**20}
 
 
 def main() -> int:
@@ -133,8 +134,14 @@ def main() -> int:
         return 1
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     results: dict[str, dict] = {}
-    for variant in [v for v in args.variants.split(",") if v]:
-        for _ in range(args.repeat):
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        print(f"error: unknown variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
+        return 1
+    # Round-robin over the variants, so that a change in the machine's load hits them alike.
+    for _ in range(args.repeat):
+        for variant in variants:
             proc = subprocess.run([sys.executable, __file__, "--child", variant, "--corpora", str(args.corpora),
                                    "--rows-per-shard", str(args.rows_per_shard)],
                                   capture_output=True, text=True, env=env, cwd=ROOT)
@@ -150,13 +157,13 @@ def main() -> int:
     jobs = ", ".join(f"{t}[{'/'.join(s)}]" for t, s in JOBS.items())
     print(f"prepare benchmark: {jobs} from {args.corpora}")
     print(f"{'variant':<10} {'examples':>9} {'job s':>7} {'ex/s':>8} {'vs plain':>9} {'imports s':>9} "
-          f"{'peak RSS MiB':>12} {'workers MiB':>11} {'parquet MiB':>11}")
+          f"{'RSS after imports':>17} {'peak RSS MiB':>12} {'workers MiB':>11} {'parquet MiB':>11}")
     for r in results.values():
         rate = r["examples"] / r["seconds"]
         ratio = f"{rate / (base['examples'] / base['seconds']):.2f}x" if base else "-"
         workers = f"{r['child_rss_mb']:.0f}" if r["variant"] == "beam-mp2" else "-"
         print(f"{r['variant']:<10} {r['examples']:>9,} {r['seconds']:>7.2f} {rate:>8,.0f} {ratio:>9} "
-              f"{r['imports']:>9.2f} {r['rss_mb']:>12.0f} {workers:>11} {r['parquet_mb']:>11.1f}")
+              f"{r['imports']:>9.2f} {r['import_rss_mb']:>17.0f} {r['rss_mb']:>12.0f} {workers:>11} {r['parquet_mb']:>11.1f}")
     if len(counts) > 1:
         print(f"warning: variants produced different example counts: {sorted(counts)}", file=sys.stderr)
         return 1

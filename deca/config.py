@@ -39,6 +39,7 @@ class PrepareConfig:
     beam_options: list[str] = field(default_factory=list)  # e.g. ["--flink_master=host:8081"]
     num_shards: int = 0  # exactly this many Parquet shards per split (round-robin); 0 = by rows_per_shard
     rows_per_shard: int = 5000  # with num_shards 0: consecutive examples per shard (bounds a writer's memory)
+    batch_size: int = 256  # examples per element after the reader (the unit of parallel tokenization)
     lowercase: bool = True
     vocab_size: int = 50000
     vocab_tasks: list[str] | None = None  # default: every prepared task with a training split
@@ -105,14 +106,18 @@ class TrainConfig:
 
 @dataclass
 class EvaluateConfig:
-    """Decoding and scoring a checkpoint."""
+    """Decoding and scoring a checkpoint (`deca evaluate`, train/evaluate_cli.py)."""
 
-    split: str = "validation"
-    tasks: list[str] = field(default_factory=lambda: ["decanlp"])
-    predictions_dir: str = "eval/predictions"
-    metrics_path: str = "eval/metrics.json"
-    report_dir: str = "eval/report"
-    batch_size: int = 256
+    split: str = "validation"  # validation | test (test only where a task has one; others are skipped)
+    tasks: list[str] = field(default_factory=lambda: ["decanlp"])  # names, globs, "decanlp" or "all"
+    predictions_dir: str = "eval/predictions"  # <dir>/<task>.jsonl
+    metrics_path: str = "eval/metrics.json"  # for `dvc metrics`
+    report_dir: str = "eval/report"  # report.md, headline.png (and the report stage's compare.*)
+    plots_dir: str = "eval/plots"  # per_task.csv, loss.png, validation.png (for `dvc plots`)
+    batch_size: int = 256  # examples decoded together (sorted by length within a task)
+    max_examples: int | None = None  # per task: the first N examples of the split; None = all
+    max_answer_length: int | None = None  # decoding steps; None = the model's max_answer_length
+    device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
 
 
 @dataclass

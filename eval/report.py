@@ -59,7 +59,8 @@ def bar_chart(scored: Mapping[str, Any], path: str | Path) -> Path:
     values = [results[t]["headline"]["value"] for t in tasks]
     labels = [f"{t}\n{results[t]['headline']['name']}" for t in tasks]
     fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(tasks) + 1), 4.0), dpi=100)
-    bars = ax.bar(range(len(tasks)), values, color="#4c72b0")
+    bars = ax.bar(range(len(tasks)), values, width=0.6, color="#4c72b0")
+    ax.set_xlim(-0.75, max(len(tasks), 3) - 0.25)  # a lone bar stays bar-sized
     ax.bar_label(bars, labels=[f"{v:.1f}" for v in values], fontsize=8)
     ax.set_xticks(range(len(tasks)), labels, rotation=45, ha="right", fontsize=8)
     ax.set_ylim(0, 105)

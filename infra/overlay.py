@@ -1,11 +1,16 @@
 """Params overlays: partial params.yaml files (infra/params/*.yaml, infra/beam/*.yaml) applied on top of
-params.yaml, as a DVC experiment or in place.
+params.yaml, then run as a DVC experiment.
 
-    python -m infra.overlay infra/params/paper.yaml                  # dvc exp run -n paper -S ... (all keys)
+    python -m infra.overlay infra/params/paper.yaml                  # apply, then `dvc exp run -n paper`
     python -m infra.overlay infra/params/paper.yaml infra/params/gpu.yaml --name paper-gpu
-    python -m infra.overlay --write infra/beam/flink.yaml            # merge into params.yaml (comments kept)
-    python -m infra.overlay --print infra/params/paper.yaml          # only print the -S arguments
+    python -m infra.overlay --write infra/beam/flink.yaml            # only apply (then `dvc repro` as usual)
+    python -m infra.overlay --print infra/params/paper.yaml          # the same as `dvc exp run -S` arguments
     python -m infra.overlay infra/params/paper.yaml -- --queue       # extra arguments go to `dvc exp run`
+
+Applying merges the overlay into params.yaml in place (comments kept, through DVC's own `-S`
+machinery) and, when it changes data.tasks, regenerates the per-task stage tables of dvc.yaml
+(infra.stages). `dvc exp run` records the experiment with those changes, as it does for `-S`; the
+workspace keeps them afterwards (`git checkout params.yaml dvc.yaml` returns to the defaults).
 
 Every overlay is validated first: the merged params must load (deca.config: no unknown keys, right
 types) and every task option must exist for its task, so a typo fails here, not an hour into a run.
@@ -117,6 +122,19 @@ def write(params_path: str | Path, combined: Mapping[str, Any]) -> None:
     apply_overrides(str(params_path), overrides(combined))
 
 
+def apply(params_path: str | Path, combined: Mapping[str, Any], dvc_yaml: str | Path | None = None) -> list[str]:
+    """Write the overlay into params.yaml and bring dvc.yaml's task tables up to date; returns what changed."""
+    changed = [str(params_path)]
+    write(params_path, combined)
+    dvc_yaml = Path(dvc_yaml) if dvc_yaml else Path(params_path).with_name("dvc.yaml")
+    if "tasks" in (combined.get("data") or {}) and dvc_yaml.exists():
+        from infra import stages
+
+        stages.main(["--write", "--dvc-yaml", str(dvc_yaml), "--params", str(params_path)])
+        changed.append(str(dvc_yaml))
+    return changed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -128,8 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("overlays", nargs="+", help="overlay files, applied in order")
     parser.add_argument("--params", default="params.yaml", help="the params file (default: %(default)s)")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="merge into the params file instead of running")
-    mode.add_argument("--print", action="store_true", help="print the `dvc exp run -S` arguments and stop")
+    mode.add_argument("--write", action="store_true", help="only apply to params.yaml (and dvc.yaml); run nothing")
+    mode.add_argument("--print", action="store_true", help="print equivalent `dvc exp run -S` arguments; change nothing")
     parser.add_argument("--name", "-n", help="experiment name (default: the overlay file names joined by '-')")
     parser.add_argument("--dvc", default=None, help="dvc executable (default: .venv/bin/dvc, else dvc on PATH)")
     args = parser.parse_args(argv)
@@ -138,19 +156,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if args.write:
-        write(args.params, combined)
-        print(f"{args.params}: applied {', '.join(args.overlays)}")
-        return 0
-    sets = [a for o in overrides(combined) for a in ("-S", o)]
     if args.print:
-        print(shlex.join(sets))
+        print(shlex.join([a for o in overrides(combined) for a in ("-S", o)]))
+        return 0
+    changed = apply(args.params, combined)
+    print(f"applied {', '.join(args.overlays)} to {', '.join(changed)}")
+    if args.write:
         return 0
     name = args.name or "-".join(Path(p).stem for p in args.overlays)
     dvc = args.dvc or (".venv/bin/dvc" if Path(".venv/bin/dvc").exists() else "dvc")
-    cmd = [dvc, "exp", "run", "-n", name, *sets, *extra]
+    cmd = [dvc, "exp", "run", "-n", name, *extra]
     print("+ " + shlex.join(cmd), flush=True)
     env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    venv_bin = str(Path(".venv/bin").resolve())
+    if Path(venv_bin).is_dir():  # the stages call `deca`
+        env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
     return subprocess.call(cmd, env=env)
 
 

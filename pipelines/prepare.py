@@ -2,13 +2,17 @@
 
 Pipeline (built from the known list of (task, split) pairs)::
 
-    Create[(task, split)] -> ReadSplit (task reader; one element = one split; drops and errors tagged)
+    Create[(task, split)] -> ReadSplit (task reader, one element = one split -> batches of examples;
+                                        drops and errors tagged)
       -> Reshuffle (so that tokenization spreads over workers)
-      -> ToRow (lowercase, revtok, the task's row hook; drops and errors tagged)
-      -> key by (task, split, shard) -> GroupByKey -> WriteShard (part-NNNNN.parquet, reader order)
-      -> stats (CombinePerKey) + drops + one seed per task -> GroupByKey(task) -> FinalizeTask
-         (stats.json, dropped.parquet)
-    errors (from every step, plus an id-uniqueness check) -> staging/_errors.json
+      -> ToRow (lowercase, revtok, the task's row hook) -> rows chunked by (task, split, shard),
+         partial stats, ids; drops and errors tagged
+      rows  -> GroupByKey -> WriteShard (part-NNNNN.parquet, rows in reader order)
+      stats -> CombinePerKey ─┐
+      drops ──────────────────┼─ + one seed per task -> GroupByKey(task) -> FinalizeTask (stats.json,
+                              │                                               dropped.parquet)
+      ids   -> GroupByKey(task, split, bucket) -> duplicate-id errors
+    errors (every step) -> ToList -> staging/_errors.json (the driver raises the first one)
 
 Everything is written under ``<out>/.staging-<run>/``; the driver swaps each task directory into
 place only after the pipeline finished without error (`pipelines.sinks.Staging`).
@@ -46,6 +50,7 @@ class PrepareJob:
     lowercase: bool = True
     rows_per_shard: int = 5000
     num_shards: int = 0
+    batch_size: int = 256
     from_mirror: bool = False
 
     @property
@@ -90,12 +95,13 @@ def task_options(cfg: PrepareConfig, task_names: Sequence[str]) -> dict[str, Any
 def make_job(task_names: Sequence[str], raw_root: str | Path, out: str | Path, cfg: PrepareConfig,
              splits: Sequence[str] | None = None, from_mirror: bool = False) -> PrepareJob:
     """A PrepareJob from task names (already resolved), the raw root, the output dir and the prepare params."""
-    if cfg.rows_per_shard < 1 or cfg.num_shards < 0:
-        raise ConfigError(f"prepare.rows_per_shard must be >= 1 and prepare.num_shards >= 0 "
-                          f"(got {cfg.rows_per_shard}, {cfg.num_shards})")
+    if cfg.rows_per_shard < 1 or cfg.num_shards < 0 or cfg.batch_size < 1:
+        raise ConfigError(f"prepare.rows_per_shard and prepare.batch_size must be >= 1 and prepare.num_shards >= 0 "
+                          f"(got {cfg.rows_per_shard}, {cfg.batch_size}, {cfg.num_shards})")
     return PrepareJob(splits=plan_splits(task_names, splits), raw_root=Path(raw_root).resolve(), out=Path(out),
                       options=task_options(cfg, task_names), lowercase=cfg.lowercase,
-                      rows_per_shard=cfg.rows_per_shard, num_shards=cfg.num_shards, from_mirror=from_mirror)
+                      rows_per_shard=cfg.rows_per_shard, num_shards=cfg.num_shards, batch_size=cfg.batch_size,
+                      from_mirror=from_mirror)
 
 
 def check_raw_files(job: PrepareJob) -> None:
@@ -123,26 +129,22 @@ def build(p: beam.Pipeline, job: PrepareJob, staging_root: str) -> None:
     pairs = [(name, split) for name, splits in job.splits.items() for split in splits]
 
     read = (p | "Splits" >> beam.Create(pairs)
-            | "Read" >> beam.ParDo(T.ReadSplit(tasks, options, files)).with_outputs(T.DROPPED, T.ERRORS, main="items"))
-    converted = (read.items
+            | "Read" >> beam.ParDo(T.ReadSplit(tasks, options, files, job.batch_size)).with_outputs(
+                T.DROPPED, T.ERRORS, main="batches"))
+    converted = (read.batches
                  | "Reshuffle" >> beam.Reshuffle()
-                 | "ToRow" >> beam.ParDo(T.ToRow(tasks, options, job.lowercase)).with_outputs(
-                     T.DROPPED, T.ERRORS, main="rows"))
-    rows = converted.rows
+                 | "ToRow" >> beam.ParDo(T.ToRow(tasks, options, job.lowercase, job.rows_per_shard, job.num_shards))
+                 .with_outputs(T.STATS, T.IDS, T.DROPPED, T.ERRORS, main="chunks"))
 
-    _ = (rows
-         | "ShardKey" >> beam.Map(T.shard_key(job.rows_per_shard, job.num_shards))
+    _ = (converted.chunks
          | "GroupShards" >> beam.GroupByKey()
          | "WriteShards" >> beam.ParDo(T.WriteShard(staging_root)))
 
-    duplicates = (rows
-                  | "IdKey" >> beam.Map(lambda r: ((r[0], r[1], r[3]["id"]), 1))
-                  | "CountIds" >> beam.CombinePerKey(sum)
-                  | "Repeated" >> beam.Filter(lambda kv: kv[1] > 1)
-                  | "DuplicateError" >> beam.Map(T.duplicate_error, files))
+    duplicates = (converted.ids
+                  | "GroupIds" >> beam.GroupByKey()
+                  | "DuplicateIds" >> beam.FlatMap(T.duplicate_errors, files))
 
-    split_stats = (rows
-                   | "Lengths" >> beam.Map(lambda r: ((r[0], r[1]), stats.lengths(r[3])))
+    split_stats = (converted.stats
                    | "SplitStats" >> beam.CombinePerKey(stats.SplitStatsFn())
                    | "ByTask" >> beam.Map(lambda kv: (kv[0][0], ("split", (kv[0][1], kv[1])))))
     drops = ((read.dropped, converted.dropped)

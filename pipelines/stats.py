@@ -9,8 +9,8 @@
                           "dropped": {"reason": count, ...}},
                 ...}}
 
-The token statistics are computed in Beam by `SplitStatsFn` (a CombineFn, so no split is ever held
-in memory); `task_stats` assembles the file and `format_table` prints the end-of-run summary.
+The token statistics are computed in Beam by `SplitStatsFn` (a CombineFn over per-batch partial
+accumulators, so no split is ever held in memory); `task_stats` assembles the file and `format_table` prints the end-of-run summary.
 """
 from __future__ import annotations
 
@@ -32,32 +32,45 @@ def lengths(row: Mapping[str, Any]) -> tuple[int, int, int]:
     return tuple(len(row[f"{field}_tokens"]) for field in FIELDS)  # type: ignore[return-value]
 
 
-class SplitStatsFn(beam.CombineFn):
-    """Combine token-count triples into {examples, tokens: {field: {sum, mean, max}}}.
+def new_accumulator() -> list[int]:
+    """``[examples, sum_context, sum_question, sum_answer, max_context, max_question, max_answer]``."""
+    return [0] * (1 + 2 * len(FIELDS))
 
-    The accumulator is ``[examples, sum_context, sum_question, sum_answer, max_context, max_question, max_answer]``.
-    """
+
+def add_lengths(acc: list[int], counts: tuple[int, ...]) -> list[int]:
+    """Count one example with the given token counts into `acc` (in place)."""
+    k = len(FIELDS)
+    acc[0] += 1
+    for i, n in enumerate(counts):
+        acc[1 + i] += n
+        if n > acc[1 + k + i]:
+            acc[1 + k + i] = n
+    return acc
+
+
+def merge_into(acc: list[int], other: list[int]) -> list[int]:
+    k = len(FIELDS)
+    acc[0] += other[0]
+    for i in range(k):
+        acc[1 + i] += other[1 + i]
+        acc[1 + k + i] = max(acc[1 + k + i], other[1 + k + i])
+    return acc
+
+
+class SplitStatsFn(beam.CombineFn):
+    """Combine partial accumulators (one per processed batch, see `add_lengths`) into
+    {examples, tokens: {field: {sum, mean, max}}}."""
 
     def create_accumulator(self) -> list[int]:
-        return [0] * (1 + 2 * len(FIELDS))
+        return new_accumulator()
 
-    def add_input(self, acc: list[int], counts: tuple[int, ...]) -> list[int]:
-        acc[0] += 1
-        k = len(FIELDS)
-        for i, n in enumerate(counts):
-            acc[1 + i] += n
-            if n > acc[1 + k + i]:
-                acc[1 + k + i] = n
-        return acc
+    def add_input(self, acc: list[int], partial: list[int]) -> list[int]:
+        return merge_into(acc, partial)
 
     def merge_accumulators(self, accs: Iterable[list[int]]) -> list[int]:
-        k = len(FIELDS)
-        out = self.create_accumulator()
+        out = new_accumulator()
         for acc in accs:
-            out[0] += acc[0]
-            for i in range(k):
-                out[1 + i] += acc[1 + i]
-                out[1 + k + i] = max(out[1 + k + i], acc[1 + k + i])
+            merge_into(out, acc)
         return out
 
     def extract_output(self, acc: list[int]) -> dict[str, Any]:
@@ -77,7 +90,7 @@ def summarize(acc: list[int]) -> dict[str, Any]:
 
 
 def empty_split() -> dict[str, Any]:
-    return summarize([0] * (1 + 2 * len(FIELDS)))
+    return summarize(new_accumulator())
 
 
 def task_stats(task: str, splits: Iterable[str], split_stats: Mapping[str, dict], drops: Mapping[str, Mapping[str, int]],

@@ -2,9 +2,9 @@
 
 Elements flowing between the steps are plain tuples and dicts (cheap to encode on any runner):
 
-- a read item: ``(task, split, seq, example_dict)``; `seq` is the position in the reader's output
-  (examples and drops together), which orders rows inside a shard and assigns shards;
-- a row: ``(task, split, seq, row)`` with `row` in `deca.schema.EXAMPLE_SCHEMA`;
+- a read batch: ``(task, split, [(seq, example_dict), ...])``; `seq` is the position in the reader's
+  output (examples and drops together), which orders rows inside a shard and assigns shards;
+- a shard chunk: ``((task, split, shard), [(seq, row), ...])`` with rows in `deca.schema.EXAMPLE_SCHEMA`;
 - a drop record (tagged output ``dropped``): ``{"id", "task", "split", "reason", "detail", "seq"}``;
 - an error record (tagged output ``errors``): a `deca.errors.DataError` flattened to a dict.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
+import zlib
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -33,6 +34,9 @@ from pipelines.rows import to_row
 NAMESPACE = "deca.prepare"
 DROPPED = "dropped"
 ERRORS = "errors"
+STATS = "stats"
+IDS = "ids"
+ID_BUCKETS = 64  # the id-uniqueness check holds one bucket of a split's ids at a time
 
 
 def drop_record(task: str, split: str, seq: int, dropped: Dropped) -> dict[str, Any]:
@@ -66,22 +70,26 @@ class _Counted(beam.DoFn):
 
 
 class ReadSplit(_Counted):
-    """(task, split) -> the task reader's examples (main output) and drops; one element is a whole split.
+    """(task, split) -> batches of the task reader's examples (main output) and its drops.
 
-    Readers are generators, so a split streams through and is never held in memory.
+    One input element is a whole split; readers are generators, so a split streams through and only
+    one batch (``batch_size`` examples) is held at a time. Batches keep the per-element cost of the
+    following shuffle low while leaving plenty of elements to spread over workers.
     """
 
     def __init__(self, tasks: Mapping[str, Task], options: Mapping[str, Any],
-                 files: Mapping[tuple[str, str], Sequence[str]]):
+                 files: Mapping[tuple[str, str], Sequence[str]], batch_size: int = 256):
         super().__init__()
         self.tasks = dict(tasks)
         self.options = dict(options)
         self.files = {key: list(paths) for key, paths in files.items()}
+        self.batch_size = batch_size
 
     def process(self, element: tuple[str, str]) -> Iterator[Any]:
         name, split = element
         task = self.tasks[name]
         paths = [Path(p) for p in self.files[(name, split)]]
+        batch: list[tuple[int, dict]] = []
         seq = 0
         try:
             for item in task.read(split, paths, self.options[name]):
@@ -89,50 +97,82 @@ class ReadSplit(_Counted):
                     self.inc(name, split, f"dropped.{item.reason}")
                     yield beam.pvalue.TaggedOutput(DROPPED, drop_record(name, split, seq, item))
                 else:
-                    self.inc(name, split, "read")
-                    yield name, split, seq, dataclasses.asdict(item)
+                    batch.append((seq, _example_dict(item)))
+                    if len(batch) >= self.batch_size:
+                        self.inc(name, split, "read", len(batch))
+                        yield name, split, batch
+                        batch = []
                 seq += 1
         except DataError as err:
             self.inc(name, split, "errors")
             yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
+        if batch:
+            self.inc(name, split, "read", len(batch))
+            yield name, split, batch
+
+
+def _example_dict(ex: Example) -> dict[str, Any]:
+    # A shallow dict (dataclasses.asdict deep-copies every answer list and gold dict: slow).
+    return {"id": ex.id, "context": ex.context, "question": ex.question, "answer": ex.answer,
+            "answers": ex.answers, "gold": ex.gold}
+
+
+def id_bucket(ident: str, buckets: int = ID_BUCKETS) -> int:
+    """A stable bucket for an id (Python's str hash differs between worker processes)."""
+    return zlib.crc32(ident.encode("utf-8")) % buckets
 
 
 class ToRow(_Counted):
-    """A read item -> a processed row (lowercase, revtok, the task's row hook) or a drop record."""
+    """A batch of read examples -> processed rows (lowercase, revtok, the task's row hook).
 
-    def __init__(self, tasks: Mapping[str, Task], options: Mapping[str, Any], lowercase: bool = True):
+    Outputs, per batch: ``((task, split, shard), [(seq, row), ...])`` chunks (main), partial
+    statistics ``((task, split), accumulator)`` (``stats``), ids ``((task, split, bucket), [id, ...])``
+    (``ids``, for the uniqueness check), and one record per drop or data error.
+    """
+
+    def __init__(self, tasks: Mapping[str, Task], options: Mapping[str, Any], lowercase: bool = True,
+                 rows_per_shard: int = 5000, num_shards: int = 0):
         super().__init__()
         self.tasks = dict(tasks)
         self.options = dict(options)
         self.lowercase = lowercase
+        self.rows_per_shard = rows_per_shard
+        self.num_shards = num_shards
 
-    def process(self, item: tuple[str, str, int, dict]) -> Iterator[Any]:
-        name, split, seq, example = item
-        try:
-            result = to_row(self.tasks[name], split, Example(**example), self.options[name], self.lowercase)
-        except DataError as err:
-            self.inc(name, split, "errors")
-            yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
+    def shard(self, seq: int) -> int:
+        """Contiguous runs of `rows_per_shard` reader positions per shard, or round-robin over
+        exactly `num_shards` shards when that is set."""
+        return seq % self.num_shards if self.num_shards > 0 else seq // self.rows_per_shard
+
+    def process(self, element: tuple[str, str, list]) -> Iterator[Any]:
+        name, split, batch = element
+        task, options = self.tasks[name], self.options[name]
+        chunks: dict[int, list] = {}
+        ids: dict[int, list] = {}
+        acc = stats.new_accumulator()
+        for seq, example in batch:
+            try:
+                result = to_row(task, split, Example(**example), options, self.lowercase)
+            except DataError as err:
+                self.inc(name, split, "errors")
+                yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
+                continue
+            if isinstance(result, Dropped):
+                self.inc(name, split, f"dropped.{result.reason}")
+                yield beam.pvalue.TaggedOutput(DROPPED, drop_record(name, split, seq, result))
+                continue
+            stats.add_lengths(acc, stats.lengths(result))
+            chunks.setdefault(self.shard(seq), []).append((seq, result))
+            ids.setdefault(id_bucket(result["id"]), []).append(result["id"])
+        if not acc[0]:
             return
-        if isinstance(result, Dropped):
-            self.inc(name, split, f"dropped.{result.reason}")
-            yield beam.pvalue.TaggedOutput(DROPPED, drop_record(name, split, seq, result))
-            return
-        self.inc(name, split, "rows")
-        self.inc(name, split, "tokens", sum(stats.lengths(result)))
-        yield name, split, seq, result
-
-
-def shard_key(rows_per_shard: int, num_shards: int):
-    """Map a row to ``((task, split, shard), (seq, row))``: contiguous runs of `rows_per_shard` reader
-    positions per shard, or round-robin over exactly `num_shards` shards when that is set."""
-
-    def key(item: tuple[str, str, int, dict]) -> tuple[tuple[str, str, int], tuple[int, dict]]:
-        name, split, seq, row = item
-        shard = seq % num_shards if num_shards > 0 else seq // rows_per_shard
-        return (name, split, shard), (seq, row)
-
-    return key
+        self.inc(name, split, "rows", acc[0])
+        self.inc(name, split, "tokens", sum(acc[1:1 + len(stats.FIELDS)]))
+        for shard, rows in chunks.items():
+            yield (name, split, shard), rows
+        for bucket, idents in ids.items():
+            yield beam.pvalue.TaggedOutput(IDS, ((name, split, bucket), idents))
+        yield beam.pvalue.TaggedOutput(STATS, ((name, split), acc))
 
 
 class WriteShard(_Counted):
@@ -147,20 +187,29 @@ class WriteShard(_Counted):
         self.staging_root = staging_root
 
     def process(self, element: tuple[tuple[str, str, int], Any]) -> Iterator[tuple[str, str, int]]:
-        (name, split, shard), values = element
-        rows = [row for _, row in sorted(values, key=operator.itemgetter(0))]
+        (name, split, shard), chunks = element
+        rows = [row for _, row in sorted((r for chunk in chunks for r in chunk), key=operator.itemgetter(0))]
         sinks.write_rows(rows, EXAMPLE_SCHEMA, Path(self.staging_root) / name / split / sinks.shard_name(shard))
         self.inc(name, split, "shards")
         yield name, split, len(rows)
 
 
-def duplicate_error(key_count: tuple[tuple[str, str, str], int], files: Mapping[tuple[str, str], Sequence[str]]) -> dict:
-    """An error record for an id that occurs more than once in a task split."""
-    (name, split, ident), count = key_count
+def duplicate_errors(element: tuple[tuple[str, str, int], Any],
+                     files: Mapping[tuple[str, str], Sequence[str]]) -> Iterator[dict]:
+    """Error records for ids that occur more than once in a task split (one id bucket at a time)."""
+    (name, split, _), chunks = element
+    seen: set[str] = set()
+    repeated: dict[str, int] = {}
+    for chunk in chunks:
+        for ident in chunk:
+            if ident in seen:
+                repeated[ident] = repeated.get(ident, 1) + 1
+            seen.add(ident)
     paths = files.get((name, split)) or ["?"]
-    err = DataError(paths[0], f"task {name!r} split {split!r}: id {ident!r} occurs {count} times; ids must be unique",
-                    fix=f"make the reader of task {name!r} (deca/tasks/) give every example its own id")
-    return error_record(err, name, split)
+    for ident, count in sorted(repeated.items()):
+        err = DataError(paths[0], f"task {name!r} split {split!r}: id {ident!r} occurs {count} times; ids must be unique",
+                        fix=f"make the reader of task {name!r} (deca/tasks/) give every example its own id")
+        yield error_record(err, name, split)
 
 
 class FinalizeTask(beam.DoFn):

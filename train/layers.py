@@ -209,10 +209,15 @@ class PointerAttention(nn.Module):
 
 
 class WordEmbedding(nn.Module):
-    """Input embeddings over the full vocabulary: a frozen table (not saved in checkpoints: it is rebuilt
-    from the vector files and checked by `fingerprint`) or, without a table, trainable vectors."""
+    """Input embeddings over the full vocabulary.
 
-    def __init__(self, num: int, dim: int, table: torch.Tensor | None = None, pad_id: int | None = None):
+    With a table: frozen (a buffer, not saved in checkpoints: rebuilt from the vector files and checked
+    by `fingerprint`), one row per token. Without: trained vectors for the first `trained_rows` ids (the
+    generative vocabulary); any later id uses row 0 (UNK): a trained vector for a token seen a handful
+    of times is noise, and a |full vocabulary| x dim trained table would dwarf the model.
+    """
+
+    def __init__(self, num: int, dim: int, table: torch.Tensor | None = None, trained_rows: int | None = None):
         super().__init__()
         if table is not None:
             if table.dim() != 2 or table.shape[0] != num:
@@ -225,10 +230,7 @@ class WordEmbedding(nn.Module):
             self.fingerprint = table_fingerprint(self.table)
         else:
             self.table = None
-            self.weight = nn.Parameter(torch.randn(num, dim))
-            if pad_id is not None:
-                with torch.no_grad():
-                    self.weight[pad_id].zero_()
+            self.weight = nn.Parameter(torch.randn(min(num, trained_rows or num), dim))
             self.fingerprint = None
         self.dim = (table if table is not None else self.weight).shape[1]
 
@@ -237,4 +239,6 @@ class WordEmbedding(nn.Module):
         return self.table is not None
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return F.embedding(ids, self.table if self.table is not None else self.weight)
+        if self.table is not None:
+            return F.embedding(ids, self.table)
+        return F.embedding(ids.masked_fill(ids >= self.weight.shape[0], 0), self.weight)

@@ -231,6 +231,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         logger.tag("workers", world)
         if checkpoint is not None:
             logger.tag("resumed_from_iteration", iteration)
+            if iteration > 0:
+                logger.assume_phase(schedule.position(iteration - 1).phase)
         log.info("training %s from iteration %d on %d worker(s); schedule %s", tasks, iteration, world,
                  schedule.describe())
 
@@ -298,6 +300,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         if fail_at and iteration == fail_at["iteration"] and rank == world - 1 \
                 and not os.path.exists(fail_at["marker"]):
             Path(fail_at["marker"]).write_text(f"worker {rank} killed at iteration {iteration}\n")
+            # Ray Train's controller registers reported checkpoints when it polls the workers (every
+            # RAY_TRAIN_HEALTH_CHECK_INTERVAL_S, 2 s): wait that long so that the last checkpoint counts,
+            # as it would in a real run where checkpoints are minutes apart.
+            time.sleep(float(os.environ.get("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", 2.0)) + 1.0)
             os._exit(1)  # an injected hard failure: the process dies without cleanup
 
         if iteration % tc.log_every == 0 or iteration == tc.iterations:

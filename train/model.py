@@ -15,6 +15,20 @@ the three sources (no extended-vocabulary distribution is built in training):
                          log (1-g)(1-l) + log sum_{q_i=y} a^Q_i)        (Eq. 13)
 Shapes: B batch, L context, M question, T answer steps, d dimension, V generative vocabulary,
 X extended vocabulary of the batch (V + batch-local tokens), N selected answer positions.
+
+Where the paper is silent or the original code differs, this module follows the paper's equations:
+- multi-head attention as Eqs. 22-23 read literally: each head projects to d (`head_dim`, default d),
+  scale 1/sqrt(d), output matrix W_o; the original chunks one d-projection into heads of 67/67/66,
+  scales by sqrt(200) and has no W_o (`head_dim: 67` gives heads of about d/p with W_o);
+- coattention without the original's extra tanh projection of the question (Eq. 17 has none);
+- the decoder attends to C_fin in both layers (Eq. 5; the original trains on another encoder layer
+  than it decodes with), adds the answer projection unscaled (Eq. 3) and always masks context padding;
+- decoder attention is bilinear, softmax(X W h) (Eq. 8; the original declared W but used a dot product);
+  the switches see [c~_t ; h_t ; A_self] (Eq. 12; the original also fed the previous c~);
+- from the original, where the paper says nothing: the decoder LSTM starts from the final state of the
+  context's last BiLSTM, c~_0 = 0, positions start at 0, W_v has a bias; post-norm residual layers;
+- dropout (App. D): on inputs to every LSTM, on attention weights, on each residual branch, inside the
+  feed-forward layers, on A_proj + PE, and before W_v.
 """
 from __future__ import annotations
 
@@ -103,7 +117,8 @@ class MQAN(nn.Module):
         d, p, arch = cfg.dimension, cfg.dropout, self.arch
         head_dim = cfg.head_dim or d
         self.generative_size = vocab.generative_size
-        self.embed = WordEmbedding(len(vocab), cfg.embedding_dim, embeddings, PAD_ID)
+        # trained embeddings only for the generative vocabulary; rarer tokens share the UNK row
+        self.embed = WordEmbedding(len(vocab), cfg.embedding_dim, embeddings, self.generative_size)
         self.drop = nn.Dropout(p)
         self.enc_proj = nn.Linear(self.embed.dim, d)  # W1, Eq. 15
         self.dec_proj = nn.Linear(self.embed.dim, d)  # W2, Eq. 2
@@ -172,6 +187,10 @@ class MQAN(nn.Module):
             qctx, log_aq = self.question_attn(h, enc.question, enc.question_mask)
         return h, state, ctx, log_ac, qctx, log_aq
 
+    def _logits(self, ctx: torch.Tensor) -> torch.Tensor:
+        """Vocabulary scores W_v c~_t (Eq. 11), [..., d] -> [..., V]."""
+        return self.out(self.drop(ctx))
+
     def _switches(self, x, h, ctx, qctx):
         """Switch logits (gamma, lambda) for any leading shape [..., d] -> [...]."""
         sv = self.vocab_switch(torch.cat([ctx, h, x], -1)).squeeze(-1)
@@ -216,12 +235,13 @@ class MQAN(nn.Module):
         return p
 
     # ---- teacher forcing --------------------------------------------------------------------------------
-    def _teacher_forced(self, batch: Batch, targets: torch.Tensor | None):
-        """Run the decoder on the gold answer (or on `targets`, extended ids [B, T] padded with PAD_ID)."""
+    def _teacher_forced(self, batch: Batch, targets: torch.Tensor | None, mask: torch.Tensor | None = None):
+        """Run the decoder on the gold answer, or on `targets` (extended ids [B, T]; `mask` [B, T] marks the
+        real positions, by default those that are not PAD_ID)."""
         if targets is None:
             inputs, targets, mask = batch.answer_inputs, batch.answer_targets, batch.answer_mask
         else:
-            mask = targets != PAD_ID
+            mask = targets != PAD_ID if mask is None else mask
             init = torch.full_like(targets[:, :1], INIT_ID)
             inputs = torch.cat([init, batch.ext_to_full(targets[:, :-1])], 1)
         enc = self.encode(batch)
@@ -239,13 +259,14 @@ class MQAN(nn.Module):
         x, h, ctx, log_ac, qctx, log_aq = outs
         b = mask.nonzero()[:, 0]  # example of each selected position, [N]
         sv, sq = self._switches(x[mask], h[mask], ctx[mask], None if qctx is None else qctx[mask])
-        logits = self.out(self.drop(ctx[mask]))  # [N, V]: only real answer positions
+        logits = self._logits(ctx[mask])  # [N, V]: only real answer positions
         q = (log_aq[mask], enc.question_ext[b]) if log_aq is not None else (None, None)
         return logits, sv, sq, log_ac[mask], enc.context_ext[b], q[0], q[1]
 
-    def token_log_probs(self, batch: Batch, targets: torch.Tensor | None = None) -> torch.Tensor:
-        """[B, T] log p of each answer target (gold, or `targets`), 0 at padding."""
-        enc, targets, mask, outs = self._teacher_forced(batch, targets)
+    def token_log_probs(self, batch: Batch, targets: torch.Tensor | None = None,
+                        mask: torch.Tensor | None = None) -> torch.Tensor:
+        """[B, T] log p of each answer target (gold, or `targets` / `mask`), 0 at padding."""
+        enc, targets, mask, outs = self._teacher_forced(batch, targets, mask)
         lp = self._target_log_probs(*self._select(enc, mask, outs), targets[mask])
         return torch.zeros(mask.shape, dtype=lp.dtype, device=lp.device).masked_scatter(mask, lp)
 
@@ -259,9 +280,10 @@ class MQAN(nn.Module):
             raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
         return nll.mean()
 
-    def distributions(self, batch: Batch, targets: torch.Tensor | None = None) -> torch.Tensor:
+    def distributions(self, batch: Batch, targets: torch.Tensor | None = None,
+                      mask: torch.Tensor | None = None) -> torch.Tensor:
         """[B, T, X] mixed output distributions under teacher forcing (0 rows at padding). For tests/analysis."""
-        enc, targets, mask, outs = self._teacher_forced(batch, targets)
+        enc, targets, mask, outs = self._teacher_forced(batch, targets, mask)
         p = self._distribution(*self._select(enc, mask, outs), batch.extended_size)
         out = p.new_zeros(*mask.shape, p.shape[-1])
         out[mask] = p
@@ -301,7 +323,7 @@ class MQAN(nn.Module):
                 x = self._answer_features(enc, prefix)[:, -1]
             h, state, ctx, log_ac, qctx, log_aq = self._step(enc, x, state, ctx)
             sv, sq = self._switches(x, h, ctx, qctx)
-            logits = self.out(ctx)
+            logits = self._logits(ctx)
             p = self._distribution(logits, sv, sq, log_ac, enc.context_ext, log_aq, enc.question_ext,
                                    batch.extended_size)
             y = p.argmax(-1)  # [B]
@@ -314,7 +336,8 @@ class MQAN(nn.Module):
             if bool(done.all()):
                 break
             prev = batch.ext_to_full(y)[:, None]
-            prefix = torch.cat([prefix, prev], 1)
+            if not incremental:
+                prefix = torch.cat([prefix, prev], 1)
         live = ~torch.stack(finished, 1)  # [B, S] steps up to and including <eos>
         ids_t = torch.stack(ids, 1).masked_fill(~live, PAD_ID)
         lp_t = torch.stack(lps, 1).masked_fill(~live, 0.0)

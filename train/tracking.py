@@ -14,7 +14,7 @@ Metric names:
   val/<task>/<metric>      every metric eval.api returns, and val/<task>/headline
   val/decascore            the sum of the headline metrics of the trained tasks
 Tracking URI: $MLFLOW_TRACKING_URI, else ``sqlite:///<project>/mlflow.db`` with artifacts in
-``<project>/mlartifacts`` (set explicitly: with sqlite MLflow would otherwise use ./mlruns of whatever
+``<project>/mlruns`` (set explicitly: with sqlite MLflow would otherwise use ./mlruns of whatever
 directory the experiment happens to be created from).
 """
 from __future__ import annotations
@@ -81,7 +81,7 @@ def start_run(uri: str, experiment: str, run_name: str, config: Mapping[str, Any
     from mlflow.entities import Param
 
     c = client(uri)
-    artifact_root = Path(project) / "mlartifacts" if uri.startswith("sqlite:") else None
+    artifact_root = Path(project) / "mlruns" if uri.startswith("sqlite:") else None
     exp_id = ensure_experiment(c, experiment, artifact_root)
     run = c.create_run(exp_id, run_name=run_name,
                        tags={"vocab.sha256": vocab["sha256"], **(tags or {})})
@@ -126,6 +126,10 @@ class RunLogger:
         self.metrics({"phase": index}, step)
         self.client.set_tag(self.run_id, "phase", name)
         self.client.set_tag(self.run_id, f"phase.{index}", f"{name} from iteration {step}")
+
+    def assume_phase(self, index: int | None) -> None:
+        """On resume: the phase already recorded before the checkpoint (not logged again)."""
+        self._phase = index
 
     def tag(self, key: str, value: Any) -> None:
         self.client.set_tag(self.run_id, key, str(value))

@@ -285,7 +285,7 @@ def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
         train_loop_config=config,
         scaling_config=ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu,
                                      resources_per_worker=resources),
-        backend_config=TorchConfig(backend="nccl" if tc.use_gpu else "gloo"),
+        torch_config=TorchConfig(backend="nccl" if tc.use_gpu else "gloo"),
         run_config=RunConfig(
             name=run_name, storage_path=tc.storage_dir,
             failure_config=FailureConfig(max_failures=tc.max_failures),

@@ -79,7 +79,6 @@ def register_family(name: str, metrics: Sequence[Metric]) -> Callable[[FamilyFn]
 
 def get_metric(name: str) -> Metric:
     """The registered metric `name`; KeyError lists the known names."""
-    _load()
     if name not in METRICS:
         raise KeyError(f"unknown metric {name!r}; known: {', '.join(sorted(METRICS))}")
     return METRICS[name]
@@ -103,5 +102,5 @@ def compute(headline: str, predictions: Sequence[str], rows: Sequence[Mapping],
     return ordered
 
 
-def _load() -> None:
-    import eval.metrics.families  # noqa: F401  (registers the families on import)
+# Register the decaNLP families (at the end: families.py imports the names above).
+from eval.metrics import families  # noqa: E402,F401

@@ -102,6 +102,8 @@ def per_example_scores(predictions: Sequence[str], golds: Sequence[Sequence[str]
     chunks = [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
     processes = default_processes(len(items)) if processes is None else max(1, int(processes))
     processes = min(processes, len(chunks)) or 1
+    if multiprocessing.current_process().daemon:
+        processes = 1  # a daemonic worker (e.g. inside another Pool) may not start children
     from tqdm import tqdm
 
     bar = tqdm(total=len(items), desc="rouge", unit="ex", disable=not progress, leave=False)

@@ -174,3 +174,18 @@ def test_mlflow_without_a_run_is_an_error(workspace, capsys, monkeypatch):
     code, _, err = _run(capsys, "--task", "sst", "--split", "validation", "--predictions", preds / "sst.jsonl",
                         "--data", processed, "--no-metrics-out", "--mlflow")
     assert code == 1 and "no active MLflow run" in err
+
+
+def test_log_to_mlflow_inside_an_active_run(tmp_path, monkeypatch):
+    mlflow = pytest.importorskip("mlflow")
+    from eval.score import log_to_mlflow
+
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = mlflow.create_experiment("active", artifact_location=str(tmp_path / "artifacts"))
+    scored = {"task": "sst", "split": "test", "n": 1, "metrics": {"em": 50.0},
+              "headline": {"name": "em", "value": 50.0}}
+    with mlflow.start_run(experiment_id=experiment) as run:
+        assert log_to_mlflow(scored, step=3) == run.info.run_id
+    history = mlflow.tracking.MlflowClient().get_metric_history(run.info.run_id, "test/sst/em")
+    assert [(m.value, m.step) for m in history] == [(50.0, 3)]

@@ -26,7 +26,7 @@ def run_prepare(names, raw_root, out, cfg=None, splits=None, beam_args=()):
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory, fixture_corpora):
-    """sst (fixture corpus) + the fake task, prepared once for the module, 2 rows per shard."""
+    """sst (fixture corpus) + the fake task, prepared once for the module: 2 rows per shard, batches of 2."""
     with pytest.MonkeyPatch.context() as mp:
         register_fake(mp)
         raw = tmp_path_factory.mktemp("raw")
@@ -35,7 +35,7 @@ def prepared(tmp_path_factory, fixture_corpora):
             (raw / "sst" / f.name).write_bytes(f.read_bytes())
         write_fake_corpus(raw)
         out = tmp_path_factory.mktemp("processed")
-        result = run_prepare(["sst", FAKE], raw, out, PrepareConfig(rows_per_shard=2))
+        result = run_prepare(["sst", FAKE], raw, out, PrepareConfig(rows_per_shard=2, batch_size=2))
     return {"raw": raw, "out": out, "result": result}
 
 
@@ -129,7 +129,7 @@ def test_counters(prepared):
 
 def test_output_is_byte_identical_on_another_runner(prepared, tmp_path, monkeypatch):
     register_fake(monkeypatch)
-    run_prepare(["sst", FAKE], prepared["raw"], tmp_path, PrepareConfig(rows_per_shard=2),
+    run_prepare(["sst", FAKE], prepared["raw"], tmp_path, PrepareConfig(rows_per_shard=2, batch_size=3),
                 beam_args=["--runner=BundleBasedDirectRunner"])
     a = sorted(p.relative_to(prepared["out"]) for p in prepared["out"].rglob("*") if p.is_file())
     b = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())

@@ -96,3 +96,13 @@ def test_build_model_reads_the_files_and_freezes_them(tmp_path):
     trainable = build_model(ModelConfig(variant="s2s", dimension=8, max_generative_vocab=50, embedding_dim=6), vocab)
     assert trainable.embed.weight.shape == (len(vocab), 6) and trainable.embed.weight.requires_grad
     assert count_parameters(trainable) == count_parameters(model) + len(vocab) * 6 + (6 - 4) * 8 * 2
+
+
+def test_trained_embeddings_cover_the_generative_vocabulary_only():
+    vocab = Vocab.from_tokens([" the ", " cat ", " rare "], 5)  # generative: specials + " the "
+    model = build_model(ModelConfig(variant="s2s", dimension=8, max_generative_vocab=5, embedding_dim=6), vocab)
+    assert model.embed.weight.shape == (5, 6)
+    ids = torch.tensor([[4, 5, 6, 0]])
+    e = model.embed(ids)
+    assert torch.equal(e[0, 1], e[0, 3]) and torch.equal(e[0, 2], e[0, 3])  # rarer tokens share UNK's row
+    assert not torch.equal(e[0, 0], e[0, 3])

@@ -44,7 +44,7 @@ def test_run_round_trip(tmp_path):
     assert history(uri, run_id, "phase")["phase"] == [(0, 0.0), (3, 1.0)]
     assert history(uri, run_id, "train/loss/")["train/loss/sst"][-1] == (4, 1.0)
     art = run.info.artifact_uri
-    assert art.startswith((tmp_path / "mlartifacts").as_uri())
+    assert art.startswith((tmp_path / "mlruns").as_uri())
     names = {a.path for a in logger.client.list_artifacts(run_id, "config")}
     assert names == {"config/params.yaml", "config/vocab_fingerprint.json"}
     local = logger.client.download_artifacts(run_id, "config/vocab_fingerprint.json", str(tmp_path))

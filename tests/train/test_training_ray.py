@@ -26,11 +26,14 @@ pytestmark = pytest.mark.slow
 
 TASKS = ["sst", "woz.en", "schema"]
 ITERATIONS = 16
-# Tolerance of the 1-vs-2-worker comparison: with the same global batch (the budget split across the
-# workers, the loss rescaled to the global token mean), the two runs see different example groupings
-# and dropout draws, so only the trend can match: the mean loss over each quarter of the run within
-# 25% (relative), and both runs must reduce the loss by at least 20% from the first to the last quarter.
-LOSS_TOLERANCE = 0.25
+# Tolerance of the 1-vs-2-worker comparison. With the same global batch (the budget split across the
+# workers, each worker's loss rescaled so that DDP averages to the global token mean) the runs still
+# group examples differently (each worker batches its own share) and draw different dropout masks, so
+# the curves match closely but not exactly: every iteration's loss within 25% (relative) and the mean
+# over each quarter of the run within 10%; both runs must also cut the loss by 20% or more.
+# (Measured: quarters within 7%, iterations within 15% at 16 iterations on the miniature data.)
+STEP_TOLERANCE = 0.25
+QUARTER_TOLERANCE = 0.10
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +101,7 @@ def runs(ray_local, base):
             "B": run(params, root, mp, "one-worker"),
             "C1": run(params, root, mp, "stopped", iterations=8),
         }
+        out["C1 iteration"] = final_weights(out["C1"])[0]  # before the resumed run prunes it
         out["C2"] = run(params, root, mp, "stopped", resume=True)
     finally:
         mp.undo()
@@ -150,7 +154,7 @@ def test_phase_change_at_the_configured_iteration_is_visible_in_mlflow(runs):
 def test_stopped_and_resumed_run_reaches_the_same_weights(runs):
     out, _ = runs
     it_b, b = final_weights(out["B"])
-    it_c1, _ = final_weights(out["C1"])
+    it_c1 = out["C1 iteration"]
     it_c, c = final_weights(out["C2"])
     assert (it_c1, it_c, it_b) == (8, ITERATIONS, ITERATIONS)
     assert out["C1"].run_dir == out["C2"].run_dir and out["C1"].mlflow_run_id == out["C2"].mlflow_run_id
@@ -164,7 +168,9 @@ def test_two_workers_loss_curve_matches_one_worker(runs):
     out, _ = runs
     one, two = loss_curve(out["B"]), loss_curve(out["A"])
     assert len(one) == len(two) == ITERATIONS
+    for step, (a, b) in enumerate(zip(one, two), 1):
+        assert abs(a - b) <= STEP_TOLERANCE * max(a, b), (step, one, two)
     q1, q2 = quarters(one), quarters(two)
     for a, b in zip(q1, q2):
-        assert abs(a - b) <= LOSS_TOLERANCE * max(a, b), (q1, q2)
+        assert abs(a - b) <= QUARTER_TOLERANCE * max(a, b), (q1, q2)
     assert q1[-1] < 0.8 * q1[0] and q2[-1] < 0.8 * q2[0], (q1, q2)

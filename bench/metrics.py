@@ -1,0 +1,182 @@
+"""Benchmark of the metric suite on the largest real sets we have, and ROUGE with 1 vs 2 processes.
+
+    .venv/bin/python bench/metrics.py [--corpora ../shared/corpora] [--rouge-n 2000]
+
+Part 1 times `eval.api.score_task` (the task's whole suite: headline family + em/nem/nf1) on real gold
+rows read with the task modules (SQuAD dev, MRQA SQuAD dev, QA-SRL dev, SST dev, WOZ validation, the
+QA-ZRE train subset, MWSC), predictions being the golds with deterministic perturbations.
+Part 2 compares, on the same (prediction, gold) pairs, rouge-score used directly (RougeScorer with
+use_stemmer=True, one process, as a straightforward port would) with `eval.metrics.rouge` on 1 and 2
+processes. There are only 20 real CNN stories here, so the pairs are built from them: gold = the
+story's highlights, prediction = a window of 3 consecutive article sentences (a lead-3-like
+summary), the window sliding over each article; lengths and vocabulary are those of real CNN text.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from deca.registry import Dropped, get_task  # noqa: E402
+from eval.api import score_task  # noqa: E402
+from eval.metrics import rouge as rouge_mod  # noqa: E402
+from pipelines.rows import to_row  # noqa: E402
+
+# (label, task, split, files relative to the corpora; None = the task's own files for the split)
+SETS = [
+    ("SQuAD dev", "squad", "validation", None),
+    ("MRQA SQuAD dev", "mrqa.squad", "validation", None),
+    ("QA-SRL dev", "srl", "validation", None),
+    ("SST dev", "sst", "validation", None),
+    ("WOZ validation", "woz.en", "validation", None),
+    ("QA-ZRE train subset", "zre", "train", ["zre/relation_splits/train.very_small.0"]),
+    ("MWSC validation", "schema", "validation", None),
+]
+
+
+def gold_rows(corpora: Path, task_name: str, split: str, files: list[str] | None) -> list[dict]:
+    task = get_task(task_name)
+    paths = [corpora / f for f in files] if files else task.files(split, corpora)
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise FileNotFoundError(", ".join(map(str, missing)))
+    options = task.make_options()
+    rows = []
+    for ex in task.read(split, paths, options):
+        if isinstance(ex, Dropped):
+            continue
+        row = to_row(task, split, ex, options)
+        if not isinstance(row, Dropped):
+            rows.append(row)
+    return rows
+
+
+def perturbed(rows: list[dict]) -> dict[str, str]:
+    """Deterministic predictions: 2/5 exact, 1/5 last word dropped, 1/5 empty, 1/5 another row's answer."""
+    out = {}
+    for i, row in enumerate(rows):
+        kind, answer = i % 5, row["answer"]
+        if kind == 2:
+            answer = " ".join(answer.split()[:-1])
+        elif kind == 3:
+            answer = ""
+        elif kind == 4:
+            answer = rows[(i + 1) % len(rows)]["answer"]
+        out[row["id"]] = answer
+    return out
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def suite_table(corpora: Path, repeat: int) -> None:
+    print(f"## Full metric suite per task (best of {repeat})\n")
+    print(f"| set | task | n | headline | value | seconds | examples/s |")
+    print("|---|---|---:|---|---:|---:|---:|")
+    total_n, total_s = 0, 0.0
+    for label, task, split, files in SETS:
+        try:
+            rows = gold_rows(corpora, task, split, files)
+        except (FileNotFoundError, KeyError) as exc:
+            print(f"| {label} | {task} | - | skipped: {exc} | | | |")
+            continue
+        preds = perturbed(rows)
+        seconds, result = timed(lambda: score_task(task, preds, rows), repeat)
+        h = result["headline"]
+        total_n, total_s = total_n + len(rows), total_s + seconds
+        print(f"| {label} | {task} | {len(rows)} | {h['name']} | {h['value']:.2f} | {seconds:.3f} | "
+              f"{len(rows) / seconds:,.0f} |")
+    print(f"| **all** | | {total_n} | | | {total_s:.3f} | {total_n / max(total_s, 1e-9):,.0f} |\n")
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def rouge_pairs(corpora: Path, n: int) -> list[tuple[str, list[str]]]:
+    from deca.tasks.cnn_dailymail import parse_story
+
+    stories = sorted((corpora / "cnn_dailymail" / "cnn" / "stories").glob("*.story"))
+    if not stories:
+        raise FileNotFoundError(corpora / "cnn_dailymail" / "cnn" / "stories")
+    parsed = []
+    for path in stories:
+        article, highlights = parse_story(path)
+        sentences = [s for s in _SENTENCE.split(article.lower()) if s.strip()]
+        parsed.append((sentences, highlights.lower()))
+    pairs, k = [], 0
+    while len(pairs) < n:
+        for sentences, highlights in parsed:
+            start = k % max(1, len(sentences) - 2)
+            pairs.append((" ".join(sentences[start:start + 3]), [highlights]))
+        k += 1
+    return pairs[:n]
+
+
+def rouge_table(corpora: Path, n: int, repeat: int) -> None:
+    from rouge_score import rouge_scorer
+
+    try:
+        pairs = rouge_pairs(corpora, n)
+    except FileNotFoundError as exc:
+        print(f"ROUGE skipped: no CNN stories at {exc}")
+        return
+    preds = [p for p, _ in pairs]
+    golds = [g for _, g in pairs]
+    words = sum(len(p.split()) + len(g[0].split()) for p, g in pairs) / len(pairs)
+
+    def direct():
+        scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+        return [scorer.score(g[0], p) for p, g in pairs]
+
+    runs = [("rouge-score directly (default tokenizer), 1 process", direct)]
+    runs += [(f"eval.metrics.rouge, {k} process{'es' if k > 1 else ''}",
+              lambda k=k: rouge_mod.rouge(preds, golds, processes=k)) for k in (1, 2)]
+    print(f"## ROUGE-1/2/L throughput: {n} pairs from the 20 real CNN stories "
+          f"({words:.0f} words per pair), best of {repeat}\n")
+    print("| scorer | seconds | pairs/s | speed-up vs direct |")
+    print("|---|---:|---:|---:|")
+    base = None
+    results = {}
+    for label, fn in runs:
+        seconds, results[label] = timed(fn, repeat)
+        base = base or seconds
+        print(f"| {label} | {seconds:.2f} | {n / seconds:,.0f} | {base / seconds:.2f}x |")
+    one, two = (results[label] for label, _ in runs[1:])
+    assert one == two, "1 and 2 processes must give identical scores"
+    print()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpora", type=Path, default=Path(os.environ.get(
+        "DECA_SHARED_CORPORA", ROOT.parent / "shared" / "corpora")), help="the real corpora mirror")
+    parser.add_argument("--rouge-n", type=int, default=2000, help="(prediction, gold) pairs for ROUGE")
+    parser.add_argument("--repeat", type=int, default=1, help="timed repetitions (the best is shown)")
+    parser.add_argument("--skip-suite", action="store_true", help="only the ROUGE comparison")
+    args = parser.parse_args()
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# Metric benchmark ({cpus} CPUs visible, load average {load:.2f} at start)\n")
+    if not args.skip_suite:
+        suite_table(args.corpora, args.repeat)
+    rouge_table(args.corpora, args.rouge_n, args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Throughput of MQAN in the paper configuration on real SQuAD dev and SST batches.
+
+Training steps (forward, backward, Adam) on batches cut by the paper's token budget
+(sum over the batch of len(c) + len(q) + 5 len(a) <= budget), and greedy decoding of 256-example
+batches with and without incremental state (cached decoder keys/values vs recomputing the prefix),
+side by side. Like the reference measurement of the original (spec §9): random frozen 400-d
+embeddings in place of GloVe + char n-grams, a 50,000-token generative vocabulary (the data's
+tokens by frequency, then filler tokens), EOS suppressed while decoding so every batch runs the
+same number of steps.
+
+    .venv/bin/python bench/model.py                 # defaults: 3 timed steps after 1 warm-up
+    .venv/bin/python bench/model.py --steps 10 --threads 2
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from deca.config import ModelConfig  # noqa: E402
+from deca.text import normalize_space, tokenize  # noqa: E402
+from train.batch import collate  # noqa: E402
+from train.model import build_model, count_parameters  # noqa: E402
+from train.vocab import EOS_ID, Vocab  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "corpora"
+# The original implementation on these machines (spec decanlp-reference.md §9, 2 threads), s/step.
+ORIGINAL = {("train", "squad"): 6.40, ("train", "sst"): 4.50, ("decode", "sst"): 9.48, ("decode", "squad"): 19.11}
+
+
+def _row(context: str, question: str, answer: str) -> dict:
+    c, q, a = (normalize_space(x).lower() for x in (context, question, answer))
+    return {"context_tokens": tokenize(c), "question_tokens": tokenize(q), "answer_tokens": tokenize(a)}
+
+
+def read_task(name: str, split: str, raw: Path, limit: int, seed: int) -> list[dict]:
+    """Up to `limit` random examples of a task split as token rows: via the task registry when the task is
+    registered (deca.tasks), else by parsing the official SQuAD JSON / SST CSV directly."""
+    from deca.registry import Dropped, all_tasks
+
+    task = all_tasks().get(name)
+    if task is not None:
+        examples = [e for e in task.read(split, task.files(split, raw), task.make_options()) if not isinstance(e, Dropped)]
+        triples = [(e.context, e.question, e.answer) for e in examples]
+    elif name == "squad":
+        data = json.loads((raw / "squad" / "dev-v1.1.json").read_text(encoding="utf-8"))["data"]
+        triples = [(p["context"], qa["question"], qa["answers"][0]["text"])
+                   for art in data for p in art["paragraphs"] for qa in p["qas"]]
+    else:
+        import csv
+
+        f = {"train": "train", "validation": "dev"}[split]
+        with open(raw / "sst" / f"{f}_binary_sent.csv", encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(fh))[1:]
+        triples = [(r[-1], "Is this review negative or positive?", ["negative", "positive"][int(r[0])]) for r in rows]
+    random.Random(seed).shuffle(triples)
+    return [_row(*t) for t in triples[:limit]]
+
+
+def cost(r: dict) -> int:
+    return len(r["context_tokens"]) + len(r["question_tokens"]) + 5 * len(r["answer_tokens"])
+
+
+def budget_batches(rows: list[dict], budget: int) -> list[list[dict]]:
+    """Sort by length (as the bucketing pools do), then cut consecutive batches within the budget."""
+    rows = sorted(rows, key=lambda r: (len(r["context_tokens"]), len(r["answer_tokens"])))
+    batches, cur, total = [], [], 0
+    for r in rows:
+        if cur and total + cost(r) > budget:
+            batches.append(cur)
+            cur, total = [], 0
+        cur.append(r)
+        total += cost(r)
+    return batches + ([cur] if cur else [])
+
+
+def middle(rows: list[dict], n: int) -> list[dict]:
+    """The `n` rows around the median context length: validation batches come from length-sorted data."""
+    rows = sorted(rows, key=lambda r: len(r["context_tokens"]))
+    start = max(0, (len(rows) - n) // 2)
+    return rows[start:start + n]
+
+
+def make_vocab(rows: list[dict], size: int) -> Vocab:
+    counts = Counter(t for r in rows for k in ("context_tokens", "question_tokens", "answer_tokens") for t in r[k])
+    tokens = [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))][: size - 4]
+    tokens += [f"<filler {i}>" for i in range(size - 4 - len(tokens))]
+    return Vocab.from_tokens(tokens, size)
+
+
+def peak_rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def bench_train(model, batches, vocab, steps: int, warmup: int) -> dict:
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    model.train()
+    rng = random.Random(0)
+    picked = [rng.choice(batches) for _ in range(steps + warmup)]  # batches of every length, as training sees
+    times, examples, tokens, ctx, ctx_pad = [], 0, 0, [], []
+    for i, rows in enumerate(picked):
+        b = collate(rows, vocab)
+        t0 = time.perf_counter()
+        loss = model(b)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+            examples += b.size
+            tokens += b.answer_tokens
+            ctx.append(float(b.context.lengths.float().mean()))
+            ctx_pad.append(b.context.ids.shape[1])
+    t = sum(times)
+    return {"s/step": t / len(times), "examples/s": examples / t, "answer tok/s": tokens / t,
+            "examples/batch": examples / len(times), "ctx mean": sum(ctx) / len(ctx),
+            "ctx padded": sum(ctx_pad) / len(ctx_pad), "peak RSS GB": peak_rss_gb()}
+
+
+def bench_decode(model, rows, vocab, steps: int, incremental: bool) -> tuple[dict, list]:
+    b = collate(rows, vocab)
+    t0 = time.perf_counter()
+    out = model.greedy(b, max_len=steps, incremental=incremental)
+    t = time.perf_counter() - t0
+    return {"s/step": t, "examples/s": b.size / t, "answer tok/s": b.size * out.ids.shape[1] / t,
+            "examples/batch": b.size, "ctx mean": float(b.context.lengths.float().mean()),
+            "ctx padded": b.context.ids.shape[1], "peak RSS GB": peak_rss_gb()}, out.tokens
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=3, help="timed training steps per task (default 3)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed warm-up steps per task (default 1)")
+    ap.add_argument("--budget", type=int, default=10000, help="token budget per batch (paper: 10000)")
+    ap.add_argument("--decode-batch", type=int, default=256, help="examples per decoding batch (default 256)")
+    ap.add_argument("--decode-steps", type=int, default=50, help="greedy steps, EOS suppressed (default 50)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    ap.add_argument("--variant", default="mqan", help="model variant (default mqan)")
+    ap.add_argument("--head-dim", type=int, default=None, help="attention head size (default: d, the paper)")
+    ap.add_argument("--raw", type=Path, default=SHARED, help=f"corpora mirror (default {SHARED})")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    if not (args.raw / "squad" / "dev-v1.1.json").exists():
+        ap.error(f"SQuAD dev not found under {args.raw}; pass --raw <mirror of the corpora>")
+
+    print("reading and tokenizing SQuAD dev and SST ...", flush=True)
+    data = {"squad": read_task("squad", "validation", args.raw, 3000, args.seed),
+            "sst": read_task("sst", "train", args.raw, 3000, args.seed)}
+    decode_rows = {"sst": middle(read_task("sst", "validation", args.raw, 10**6, args.seed), args.decode_batch),
+                   "squad": middle(data["squad"], args.decode_batch)}
+    vocab = make_vocab([r for rows in data.values() for r in rows], 50000)
+    cfg = ModelConfig(variant=args.variant, head_dim=args.head_dim)
+    model = build_model(cfg, vocab, embeddings=torch.randn(len(vocab), 400))
+    print(f"{cfg.variant}: {count_parameters(model):,} trainable parameters; generative vocabulary "
+          f"{vocab.generative_size:,}; {args.threads} threads", flush=True)
+
+    results = []
+    for task in ("squad", "sst"):
+        batches = budget_batches(data[task], args.budget)
+        r = bench_train(model, batches, vocab, args.steps, args.warmup)
+        results.append((f"train step, {task}, budget {args.budget}", ("train", task), r))
+        print(f"  {results[-1][0]}: {r['s/step']:.2f} s/step", flush=True)
+    with torch.no_grad():
+        model.out.bias[EOS_ID] = -1e4  # never stop early: every batch runs --decode-steps steps
+    for task in ("sst", "squad"):
+        inc, toks_inc = bench_decode(model, decode_rows[task], vocab, args.decode_steps, incremental=True)
+        full, toks_full = bench_decode(model, decode_rows[task], vocab, args.decode_steps, incremental=False)
+        same = "same outputs" if toks_inc == toks_full else "OUTPUTS DIFFER"
+        results.append((f"greedy, {task} dev, incremental", ("decode", task), inc))
+        results.append((f"greedy, {task} dev, recompute prefix ({same})", None, full))
+        print(f"  decoding {task}: incremental {inc['s/step']:.2f} s, recomputing {full['s/step']:.2f} s "
+              f"(x{full['s/step'] / inc['s/step']:.2f}); {same}", flush=True)
+
+    cols = ["examples/batch", "ctx mean", "ctx padded", "s/step", "examples/s", "answer tok/s", "peak RSS GB"]
+    print("\n| phase | " + " | ".join(cols) + " | original s/step (§9) | speed-up vs original |")
+    print("|" + "---|" * (len(cols) + 3))
+    for name, key, r in results:
+        ref = ORIGINAL.get(key) if key else None
+        extra = f"{ref:.2f} | x{ref / r['s/step']:.2f}" if ref else "- | -"
+        print(f"| {name} | " + " | ".join(f"{r[c]:.1f}" if c != "peak RSS GB" else f"{r[c]:.2f}" for c in cols)
+              + f" | {extra} |")
+    print("\n(s/step for decoding = seconds per batch; the original's numbers are quoted from the reference notes"
+          " §9, measured on these machines with 2 threads, 3 warm-up + 20 timed steps.)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""`deca compare`: runs side by side, task by task, with their decaScores (like the paper's Table 3).
+
+Sources (any combination; rows keep this order: metrics files, DVC experiments, MLflow runs, paper):
+  deca compare --dvc                                  # every DVC experiment that has eval/metrics.json
+  deca compare --dvc --exps fully-joint anti-squad    # only these experiments
+  deca compare --mlflow                               # the runs of MLflow experiment train.experiment
+  deca compare --mlflow decanlp --filter "params.train.strategy = 'fully_joint'"
+  deca compare --run-ids 3f2a... 9be1...              # given MLflow runs
+  deca compare --metrics eval/metrics.json --params params.yaml --paper   # this run next to Table 3
+Without a source, the MLflow experiment of params.yaml (train.experiment) is compared.
+
+Two strategies on the miniature corpora, then the table:
+  dvc exp run -n fully-joint -S train.strategy=fully_joint
+  dvc exp run -n anti-squad -S train.strategy=anti_curriculum_squad
+  deca compare --dvc --out eval/report/strategies
+
+MLflow rows use `deca evaluate`'s <split>/<task>/<metric> metrics, else the last validation during
+training (val/<task>/headline). --out PREFIX writes PREFIX.md, PREFIX.png and PREFIX.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = __doc__.split("\n", 2)[2]
+    ml = parser.add_argument_group("MLflow runs")
+    ml.add_argument("--mlflow", nargs="*", metavar="EXPERIMENT",
+                    help="compare the runs of these MLflow experiments (no name: train.experiment)")
+    ml.add_argument("--run-ids", nargs="+", metavar="ID", help="compare these MLflow runs")
+    ml.add_argument("--filter", default="", metavar="EXPR",
+                    help="MLflow search filter, e.g. \"tags.strategy = 'fully_joint'\" or \"params.train.iterations = '50'\"")
+    ml.add_argument("--tracking-uri", metavar="URI",
+                    help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
+    dv = parser.add_argument_group("DVC experiments")
+    dv.add_argument("--dvc", action="store_true", help="compare DVC experiments (`dvc exp show --json`)")
+    dv.add_argument("--exps", nargs="+", metavar="NAME", help="only these experiments (names or revisions)")
+    dv.add_argument("--baseline", action="store_true", help="also the commits the experiments are based on")
+    dv.add_argument("--repo", default=".", metavar="DIR", help="the DVC repository (default: %(default)s)")
+    fs = parser.add_argument_group("metrics files")
+    fs.add_argument("--metrics", nargs="+", metavar="FILE", help="metrics files written by `deca evaluate`")
+    fs.add_argument("--params", metavar="FILE", default="params.yaml",
+                    help="params file: the strategy of --metrics rows, defaults (default: %(default)s)")
+    fs.add_argument("--label", metavar="TEXT", help="label of the --metrics row (default: 'this run')")
+    parser.add_argument("--paper", action="store_true", help="add the paper's Table 3 rows (MQAN, five strategies)")
+    parser.add_argument("--split", help="split of the MLflow metrics (default: evaluate.split)")
+    parser.add_argument("--tasks", nargs="+", metavar="SEL",
+                        help="task columns (default: the decaNLP tasks any row has, then the others)")
+    parser.add_argument("--out", metavar="PREFIX", help="write PREFIX.md, PREFIX.png and PREFIX.json")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from deca.config import load_params
+    from deca.errors import ConfigError
+    from deca.registry import resolve_tasks
+    from eval import compare
+
+    params_path = Path(args.params)
+    params = load_params(params_path) if params_path.exists() else None
+    split = args.split or (params.evaluate.split if params else "validation")
+    tasks = resolve_tasks(args.tasks) if args.tasks else None
+    use_mlflow = args.mlflow is not None or bool(args.run_ids)
+    if not (use_mlflow or args.dvc or args.metrics or args.paper):
+        use_mlflow, args.mlflow = True, []
+
+    rows: list[compare.Row] = []
+    for path in args.metrics or []:
+        label = args.label if len(args.metrics) == 1 else None
+        rows.append(compare.row_from_metrics_file(path, label or (None if len(args.metrics) == 1 else path),
+                                                  params_path if params_path.exists() else None))
+    if args.dvc:
+        found = compare.rows_from_dvc(compare.dvc_exp_show(args.repo),
+                                      metrics_path=params.evaluate.metrics_path if params else "eval/metrics.json",
+                                      names=args.exps, include_baseline=args.baseline)
+        if args.exps:
+            missing = [n for n in args.exps if not any(r.label == n or r.meta.get("rev", "").startswith(n) for r in found)]
+            if missing:
+                raise ConfigError(f"DVC experiment(s) {', '.join(missing)} not found or without metrics "
+                                  f"(`dvc exp show` lists them)")
+        rows += found
+    if use_mlflow:
+        from train.tracking import tracking_uri
+
+        uri = args.tracking_uri or tracking_uri(Path.cwd())
+        experiments = args.mlflow or [params.train.experiment if params else "decanlp"]
+        rows += compare.rows_from_mlflow(uri, experiments=experiments, run_ids=args.run_ids or (),
+                                         filter_string=args.filter, split=split, tasks=tasks or compare.DECANLP)
+    if args.paper:
+        rows += compare.paper_rows()
+    if not rows:
+        raise ConfigError("nothing to compare: no run with metrics was found (see `deca compare --help`)")
+
+    cols = compare.columns(rows, tasks)
+    if args.out:
+        from eval.io import write_json, write_text
+
+        prefix = Path(args.out)
+        title = f"decaNLP runs compared ({split} split)"
+        write_text(prefix.with_name(prefix.name + ".md"), compare.markdown(rows, cols, title))
+        compare.plot(rows, cols, prefix.with_name(prefix.name + ".png"))
+        write_json(prefix.with_name(prefix.name + ".json"), compare.to_json(rows, cols))
+    if args.json:
+        print(json.dumps(compare.to_json(rows, cols), indent=2))
+    else:
+        print(compare.text_table(rows, cols))
+        if args.out:
+            print(f"\nwrote {args.out}.md, {args.out}.png, {args.out}.json")
+    return 0
