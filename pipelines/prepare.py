@@ -98,6 +98,11 @@ def make_job(task_names: Sequence[str], raw_root: str | Path, out: str | Path, c
     if cfg.rows_per_shard < 1 or cfg.num_shards < 0 or cfg.batch_size < 1:
         raise ConfigError(f"prepare.rows_per_shard and prepare.batch_size must be >= 1 and prepare.num_shards >= 0 "
                           f"(got {cfg.rows_per_shard}, {cfg.batch_size}, {cfg.num_shards})")
+    for what, path in (("raw directory", raw_root), ("output directory", out)):
+        if "://" in str(path):
+            raise ConfigError(f"{what} {path}: URLs are not supported; the task readers and the atomic swap need a "
+                              "filesystem path shared by the driver and the workers (local disk, NFS, or a bucket "
+                              "mounted with gcsfuse/s3fs at the same path everywhere)")
     return PrepareJob(splits=plan_splits(task_names, splits), raw_root=Path(raw_root).resolve(), out=Path(out),
                       options=task_options(cfg, task_names), lowercase=cfg.lowercase,
                       rows_per_shard=cfg.rows_per_shard, num_shards=cfg.num_shards, batch_size=cfg.batch_size,

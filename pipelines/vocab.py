@@ -144,6 +144,9 @@ def run(tasks: Sequence[str], processed: str | Path, vocab_path: str | Path, cfg
         beam_args: Sequence[str] = (), size: int | None = None) -> dict[str, Any]:
     """Build the vocabulary of `tasks` from the processed data and write it atomically to `vocab_path`."""
     size = size or cfg.vocab_size
+    for path in (processed, vocab_path):
+        if "://" in str(path):
+            raise ConfigError(f"{path}: URLs are not supported; use a filesystem path shared by the driver and workers")
     chosen = vocab_tasks(tasks)
     if not chosen:
         raise ConfigError(f"none of the tasks {', '.join(tasks)} has a training split; no vocabulary to build")

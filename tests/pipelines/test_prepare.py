@@ -203,3 +203,35 @@ def test_every_fixture_task_prepares(fixture_corpora, tmp_path):
         assert (tmp_path / name / "dropped.parquet").exists()
     assert set(result.stats) == set(names)
     assert not list(tmp_path.glob(".staging-*"))
+
+
+def test_rerunning_one_task_replaces_only_its_directory(prepared, tmp_path, monkeypatch):
+    register_fake(monkeypatch)
+    out = tmp_path / "out"
+    run_prepare(["sst", FAKE], prepared["raw"], out)
+    fake_before = {p: p.read_bytes() for p in (out / FAKE).rglob("*") if p.is_file()}
+    fake_inodes = {p: p.stat().st_ino for p in fake_before}
+    sst_inode = (out / "sst" / "stats.json").stat().st_ino
+    run_prepare(["sst"], prepared["raw"], out)
+    assert {p: p.read_bytes() for p in (out / FAKE).rglob("*") if p.is_file()} == fake_before
+    assert {p: p.stat().st_ino for p in fake_before} == fake_inodes  # not even rewritten
+    assert (out / "sst" / "stats.json").stat().st_ino != sst_inode  # replaced
+    assert sorted(p.name for p in out.iterdir()) == sorted(["sst", FAKE])
+
+
+def test_urls_are_rejected_with_a_clear_message(tmp_path):
+    with pytest.raises(ConfigError, match="URLs are not supported"):
+        prepare.make_job(["sst"], tmp_path, "gs://bucket/processed", PrepareConfig())
+
+
+@pytest.mark.slow
+def test_multi_process_workers_give_the_same_bytes(fixture_corpora, tmp_path):
+    """The DoFns pickle to separate worker processes (as on a distributed runner) and give identical output."""
+    names = ["sst", "squad", "woz.en"]
+    run_prepare(names, fixture_corpora, tmp_path / "a")
+    run_prepare(names, fixture_corpora, tmp_path / "b", PrepareConfig(batch_size=1),
+                beam_args=["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert files and files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel

@@ -1,0 +1,191 @@
+"""Training throughput: a plain single-process loop against Ray Train with 1 and 2 workers, side by side.
+
+All setups train the same model on the same processed data with the same token budget and schedule:
+the plain loop and Ray with 1 worker draw exactly the same batches (same seed, same data code); with
+2 workers each worker batches its half of the data under half the budget (same global batch).
+Throughput is measured inside the loop over the second half of the iterations (warm-up excluded):
+context+question+answer tokens per second of training-step time, all workers together. The wall time
+of each Ray fit also includes Ray's fixed cost (cluster start, worker group, teardown), reported apart.
+
+Data: the real corpora in ../shared/corpora when present (else the bundled miniature fixtures), run
+through pipelines.rows.to_row into a temporary processed directory (no Beam).
+
+    .venv/bin/python bench/train.py                           # SST, paper model (d=200), 12 iterations
+    .venv/bin/python bench/train.py --dimension 64 --iterations 40 --tasks sst woz.en
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+for _k, _v in {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+               "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0", "PYTHONHASHSEED": "0"}.items():
+    os.environ.setdefault(_k, _v)
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+import torch  # noqa: E402
+
+from deca.config import load_params  # noqa: E402
+from deca.registry import Dropped, get_task  # noqa: E402
+from deca.schema import EXAMPLE_SCHEMA, split_dir  # noqa: E402
+from pipelines.rows import to_row  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "corpora"
+FIXTURES = ROOT / "tests" / "fixtures" / "corpora"
+
+
+def build_data(tasks: list[str], out: Path, val_limit: int) -> tuple[Path, Path, str]:
+    """Processed Parquet + vocab.txt for `tasks` from the real corpora (or the fixtures)."""
+    counts: Counter = Counter()
+    sources = set()
+    for name in tasks:
+        task = get_task(name)
+        raw = SHARED if all(p.exists() for s in ("train", "validation") for p in task.files(s, SHARED)) else FIXTURES
+        sources.add("real" if raw == SHARED else "fixtures")
+        options = task.make_options()
+        for split in ("train", "validation"):
+            rows = []
+            for ex in task.read(split, task.files(split, raw), options):
+                if isinstance(ex, Dropped):
+                    continue
+                row = to_row(task, split, ex, options)
+                if not isinstance(row, Dropped):
+                    rows.append(row)
+                if split == "validation" and len(rows) >= val_limit:
+                    break
+            d = split_dir(out / "processed", name, split)
+            d.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.Table.from_pylist(rows, schema=EXAMPLE_SCHEMA), d / "part-00000.parquet")
+            if split == "train":
+                for r in rows:
+                    for col in ("context_tokens", "question_tokens", "answer_tokens"):
+                        counts.update(r[col])
+    vocab = out / "vocab.txt"
+    vocab.write_text("".join(f"{json.dumps(t)}\t{c}\n" for t, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+                     encoding="utf-8")
+    return out / "processed", vocab, "+".join(sorted(sources))
+
+
+def plain_loop(params, tasks: list[str], threads: int) -> dict:
+    """The training step of train/loop.py without Ray: same data, schedule, model, optimizer."""
+    from train.batch import collate
+    from train.data import MultiTaskData
+    from train.loop import TRAIN_COLUMNS
+    from train.model import build_model
+    from train.optim import build_optimizer, build_scheduler, clip_gradients
+    from train.schedule import from_config
+    from train.vocab import Vocab
+
+    torch.set_num_threads(threads)
+    tc = params.train
+    vocab = Vocab.load(params.data.vocab_path, params.model.max_generative_vocab)
+    torch.manual_seed(tc.seed)
+    model = build_model(params.model, vocab)
+    optimizer, schedule = build_optimizer(model.parameters(), tc), from_config(tc, tasks)
+    scheduler = build_scheduler(optimizer, tc)
+    data = MultiTaskData(params.data.processed_dir, schedule.tasks, tc.token_budget, tc.seed,
+                         pool_batches=tc.pool_batches, columns=TRAIN_COLUMNS)
+    torch.manual_seed(tc.seed * 1009 + 1)
+    model.train()
+    half = tc.iterations // 2
+    tokens = elapsed = 0.0
+    start = time.perf_counter()
+    for it in range(tc.iterations):
+        t0 = time.perf_counter()
+        rows, n = data.next_batch(schedule.position(it).task)
+        loss = model(collate(rows, vocab))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        clip_gradients(model.parameters(), tc.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        if it >= half:
+            tokens += n
+            elapsed += time.perf_counter() - t0
+    return {"wall_s": time.perf_counter() - start, "tokens_per_s": tokens / elapsed,
+            "s_per_iteration": elapsed / (tc.iterations - half)}
+
+
+def ray_fit(params, tasks: list[str], workers: int, project: Path) -> dict:
+    from train.tracking import history
+    from train.trainer import fit
+
+    tc = dataclasses.replace(params.train, num_workers=workers, log_every=params.train.iterations // 2)
+    p = dataclasses.replace(params, train=tc)
+    start = time.perf_counter()
+    outcome = fit(p, run_name=f"bench-{workers}w-{int(time.time())}", progress=False, project=project)
+    wall = time.perf_counter() - start
+    tps = history(outcome.tracking_uri, outcome.mlflow_run_id, "train/tokens_per_s")["train/tokens_per_s"]
+    tokens_per_s = tps[-1][1]  # the second half of the run
+    return {"wall_s": wall, "tokens_per_s": tokens_per_s}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tasks", nargs="+", default=["sst"])
+    ap.add_argument("--iterations", type=int, default=12)
+    ap.add_argument("--budget", type=int, default=None, help="token budget (default: params.yaml)")
+    ap.add_argument("--dimension", type=int, default=None, help="model dimension (default: params.yaml)")
+    ap.add_argument("--val-examples", type=int, default=8, help="validation examples per task (end of fit)")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    with tempfile.TemporaryDirectory(prefix="deca-bench-") as tmp:
+        tmp = Path(tmp)
+        processed, vocab, source = build_data(args.tasks, tmp, args.val_examples)
+        params = load_params(ROOT / "params.yaml")
+        model = params.model if args.dimension is None else dataclasses.replace(
+            params.model, dimension=args.dimension, embedding_dim=args.dimension,
+            ff_hidden=min(params.model.ff_hidden, args.dimension))
+        train = dataclasses.replace(
+            params.train, tasks=args.tasks, strategy="fully_joint", iterations=args.iterations,
+            token_budget=args.budget or params.train.token_budget, val_every=0, save_every=0,
+            max_val_examples=args.val_examples, storage_dir=str(tmp / "checkpoints"), experiment="bench",
+            cpus_per_worker=1.0)
+        data = dataclasses.replace(params.data, processed_dir=str(processed), vocab_path=str(vocab))
+        params = dataclasses.replace(params, model=model, train=train, data=data)
+        os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp}/mlflow.db"
+        print(f"data: {args.tasks} ({source}); model d={model.dimension}; budget {train.token_budget}; "
+              f"{args.iterations} iterations; {os.cpu_count()} CPUs", flush=True)
+
+        results = {}
+        results["plain loop, 1 thread"] = plain_loop(params, args.tasks, 1)
+        results["plain loop, 2 threads"] = plain_loop(params, args.tasks, 2)
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        try:
+            results["ray, 1 worker"] = ray_fit(params, args.tasks, 1, tmp)
+            results["ray, 2 workers"] = ray_fit(params, args.tasks, 2, tmp)
+        finally:
+            ray.shutdown()
+
+    base = results["plain loop, 1 thread"]["tokens_per_s"]
+    base_it = results["plain loop, 1 thread"]["s_per_iteration"]
+    print(f"\n{'setup':24} {'tokens/s':>10} {'vs plain 1t':>12} {'wall s':>8} {'fixed s':>8}")
+    for name, r in results.items():
+        # the same batches (same token count per iteration) take base_it * base / rate seconds each
+        per_it = r.get("s_per_iteration") or base_it * base / r["tokens_per_s"]
+        r["fixed_s"] = r["wall_s"] - args.iterations * per_it  # start-up, warm-up, teardown, final validation
+        print(f"{name:24} {r['tokens_per_s']:10.0f} {r['tokens_per_s'] / base:11.2f}x {r['wall_s']:8.1f} "
+              f"{r['fixed_s']:8.1f}")
+    r1, r2 = results["ray, 1 worker"]["tokens_per_s"], results["ray, 2 workers"]["tokens_per_s"]
+    print(f"\nRay per-step overhead (1 worker vs plain loop, 1 thread): {100 * (base / r1 - 1):+.1f}% time per token")
+    print(f"scaling 1 -> 2 workers: {r2 / r1:.2f}x tokens/s")
+    print(json.dumps({"config": {"tasks": args.tasks, "iterations": args.iterations, "dimension": model.dimension,
+                                 "budget": train.token_budget, "data": source}, "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
