@@ -3,6 +3,8 @@
 Each subcommand lives next to the code it drives, in a module exposing
 ``configure(parser: argparse.ArgumentParser) -> None`` and ``run(args) -> int | None``.
 Modules are imported only for the subcommand being run, so `deca --help` and `deca ls` stay fast.
+A module that sets ``PASS_THROUGH = "<attribute>"`` receives the options it does not declare in that
+attribute of args (e.g. `deca prepare` hands them to Beam's PipelineOptions); elsewhere they are errors.
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if name == only:
             mod = importlib.import_module(module)
             mod.configure(p)
-            p.set_defaults(_run=mod.run)
+            p.set_defaults(_run=mod.run, _pass_through=getattr(mod, "PASS_THROUGH", None))
     return parser
 
 
@@ -47,7 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     only = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only if only in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    target = getattr(args, "_pass_through", None)
+    if extras and not target:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    if target:
+        setattr(args, target, list(getattr(args, target, None) or []) + extras)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

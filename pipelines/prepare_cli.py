@@ -52,8 +52,12 @@ def _selectors(values: list[str] | None) -> list[str]:
     return [v for value in values or [] for v in _csv_list(value)]
 
 
+# Options this parser does not know are Beam pipeline options: deca.cli collects them into args.beam_args.
+PASS_THROUGH = "beam_args"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Declare the options of `deca prepare`; unknown options are collected for Beam (args.beam_args)."""
+    """Declare the options of `deca prepare`; unknown options go to Beam (args.beam_args, see PASS_THROUGH)."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = DESCRIPTION
     parser.epilog = BEAM_HELP
@@ -72,17 +76,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vocab-size", type=int, metavar="N", help="vocabulary size (default: prepare.vocab_size)")
     parser.add_argument("--params", default="params.yaml", metavar="PATH", help="parameters file (default: %(default)s)")
     parser.set_defaults(beam_args=[])
-
-    parse_known = parser.parse_known_args
-
-    def parse_known_args(args=None, namespace=None):
-        # Everything this parser does not know is a Beam pipeline option: keep it for PipelineOptions
-        # instead of letting the top-level parser reject it.
-        ns, extras = parse_known(args, namespace)
-        ns.beam_args = list(getattr(ns, "beam_args", []) or []) + list(extras)
-        return ns, []
-
-    parser.parse_known_args = parse_known_args  # type: ignore[method-assign]
 
 
 def run(args: argparse.Namespace) -> int:
