@@ -72,8 +72,8 @@ def build_data(tasks: list[str], out: Path, val_limit: int) -> tuple[Path, Path,
                     for col in ("context_tokens", "question_tokens", "answer_tokens"):
                         counts.update(r[col])
     vocab = out / "vocab.txt"
-    vocab.write_text("".join(f"{json.dumps(t)}\t{c}\n" for t, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-                     encoding="utf-8")
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    vocab.write_text("".join(f"{json.dumps(t)}\t{c}\n" for t, c in ranked), encoding="utf-8")
     return out / "processed", vocab, "+".join(sorted(sources))
 
 

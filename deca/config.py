@@ -80,6 +80,7 @@ class TrainConfig:
     phase_iterations: int = 75000  # length of the first phase of the (anti-)curriculum presets
     batches_per_task: dict[str, int] = field(default_factory=dict)  # round-robin batches per task (default 1)
     iterations: int = 1000
+    max_minutes: float | None = None  # also stop (at a log step) after this much training-loop time
     token_budget: int = 10000  # global: sum of len(c)+len(q)+5*len(a) over a batch, split across workers
     pool_batches: int = 100  # length bucketing: sort pools of this many budgets' worth of examples
     num_workers: int = 1

@@ -53,13 +53,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 # ----------------------------------------------------------------------------------------------- inputs
 
 def find_run(storage_dir: str | Path) -> Path:
-    """The most recently created run directory under `storage_dir` (the one holding deca_run.json)."""
+    """The most recent run directory under `storage_dir` (one holding deca_run.json or best/model.pt)."""
     from deca.errors import ConfigError
 
-    runs = sorted(Path(storage_dir).glob(f"*/{RUN_FILE}"), key=lambda p: p.stat().st_mtime)
-    if not runs:
-        raise ConfigError(f"no training run under {storage_dir}; run `deca train` first or pass --run / --checkpoint")
-    return runs[-1].parent
+    marks = list(Path(storage_dir).glob(f"*/{RUN_FILE}")) + list(Path(storage_dir).glob("*/best/model.pt"))
+    runs = sorted(marks, key=lambda p: p.stat().st_mtime)
+    if runs:
+        last = runs[-1]
+        return last.parent if last.name == RUN_FILE else last.parent.parent
+    raise ConfigError(f"no training run under {storage_dir}; run `deca train` first or pass --run / --checkpoint")
 
 
 def resolve_checkpoint(run: str | None, checkpoint: str | None, storage_dir: str) -> tuple[Path, dict]:

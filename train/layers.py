@@ -40,6 +40,7 @@ class BiLSTM(nn.Module):
 
 
 def masked_fill_value(dtype: torch.dtype) -> float:
+    """Score for masked positions: the most negative finite value (exp -> 0, never NaN like -inf rows)."""
     return torch.finfo(dtype).min
 
 

@@ -12,6 +12,8 @@ Every `save_every` iterations (and at the end) a checkpoint goes through `ray.tr
 writes model, optimizer, scheduler, iteration, schedule position and best score (state.pt), and every
 rank writes its data-order state and RNG states (rank<r>.pt). On a restart, `ray.train.get_checkpoint()`
 gives the merged directory and training continues exactly where it stopped.
+With `train.max_minutes`, the workers agree at each log step whether the time is up and then stop
+together (final validation and checkpoint included).
 """
 from __future__ import annotations
 
@@ -208,8 +210,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             state = torch.load(Path(d) / "state.pt", map_location=device, weights_only=False)
             mine = Path(d) / f"rank{rank}.pt"
             if not mine.exists():
+                n = state["world_size"]
                 raise RuntimeError(f"checkpoint {d} has no state for worker {rank}: it was written by "
-                                   f"{state['world_size']} workers; resume with train.num_workers={state['world_size']}")
+                                   f"{n} workers; resume with train.num_workers={n}")
             worker_state = torch.load(mine, map_location="cpu", weights_only=False)
         if state["vocab_fingerprint"] != vocab.fingerprint:
             raise RuntimeError("the checkpoint was trained with another vocabulary "
@@ -237,6 +240,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                  schedule.describe())
 
     acc: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # task -> [loss*tokens, answer tokens]
+    out_of_time = False
     window = {"tokens": 0.0, "examples": 0.0, "time": 0.0}
     last_val = -1
     last_save = iteration if checkpoint is not None else -1
@@ -272,6 +276,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         return metrics
 
     position: Position | None = None
+    deadline = time.monotonic() + 60 * tc.max_minutes if tc.max_minutes else None
     model.train()
     while iteration < tc.iterations:
         position = schedule.position(iteration)
@@ -308,7 +313,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
         if iteration % tc.log_every == 0 or iteration == tc.iterations:
             names = sorted(acc)
-            sums = dist.sum([v for t in names for v in acc[t]] + [window["tokens"], window["examples"]])
+            out_of_time = float(deadline is not None and time.monotonic() > deadline)
+            sums = dist.sum([v for t in names for v in acc[t]]
+                            + [window["tokens"], window["examples"], out_of_time])
+            out_of_time = sums.pop() > 0  # any worker out of time: all stop at this same iteration
             elapsed = dist.sum([window["time"]])[0] / world
             if logger:
                 metrics = {f"train/loss/{t}": sums[2 * i] / max(sums[2 * i + 1], 1.0) for i, t in enumerate(names)}
@@ -328,6 +336,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             validate()
         if tc.save_every > 0 and iteration % tc.save_every == 0:
             checkpoint_now({"iteration": iteration, "loss": last_loss, "best_score": best_score})
+        if out_of_time:
+            if logger:
+                logger.tag("stopped_by_time_at", iteration)
+            break
 
     if last_val != iteration:
         validate()

@@ -115,6 +115,18 @@ def test_greedy_equals_teacher_forcing_on_its_prefix(variant):
         assert (w[:, 2] == 0).all()
 
 
+def test_stacked_lstms_and_small_heads_decode_consistently():
+    model = tiny_model("mqan", rnn_layers=2, transformer_layers=1, heads=3, head_dim=5).eval()
+    assert model.lstm.cells[1].hidden_size == 16 and model.decoder_layers[0].self_attn.wx.out_features == 15
+    b = collate(random_rows(4, seed=7), VOCAB)
+    out = model.greedy(b, max_len=5)
+    live = torch.arange(out.ids.shape[1])[None, :] < out.lengths[:, None]
+    assert torch.allclose(model.token_log_probs(b, out.ids, live)[live], out.log_probs[live], atol=1e-5)
+    model.train()
+    model(b).backward()
+    assert all(p.grad is not None for p in model.parameters())
+
+
 @pytest.mark.parametrize("variant", ALL)
 def test_every_parameter_receives_a_gradient(variant):
     model = tiny_model(variant)

@@ -1,0 +1,128 @@
+"""The README experiment on the real corpora of ../shared/corpora (not a test: it takes tens of minutes).
+
+Stage `sst`: single-task MQAN on the real SST, at most --minutes of training on this machine (the
+target: at least 80 validation EM; the paper's single-task figure with GloVe is 88.5). Prints the
+validation curve (iteration, minutes, EM).
+Stage `multitask`: fully joint training on SST, WOZ, QA-SRL and MWSC against the same setup trained
+single-task on each, every run with the same time budget; prints per-task validation headline metrics
+side by side (the multitask numbers are those of its best-decaScore checkpoint).
+
+Data goes through the real pipeline (`deca prepare` from the mirror, then `deca prepare --vocab` over
+the four training sets, shared by every run), into --workdir. Runs are tracked in MLflow as usual
+(experiment `readme`; MLFLOW_TRACKING_URI or <workdir>/mlflow.db).
+
+    .venv/bin/python bench/experiment_sst.py sst --minutes 30
+    .venv/bin/python bench/experiment_sst.py multitask --minutes 30
+    .venv/bin/python bench/experiment_sst.py sst --minutes 2 --set model.dimension=64   # a smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from deca.config import load_params  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "corpora"
+TASKS = ["sst", "woz.en", "srl", "schema"]
+
+
+def prepare(workdir: Path) -> tuple[Path, Path]:
+    """Processed data and vocabulary of the four tasks (skipped when already there)."""
+    processed, vocab = workdir / "processed", workdir / "vocab.txt"
+    deca = [sys.executable, "-m", "deca.cli"]
+    if not all((processed / t / "train").is_dir() for t in TASKS):
+        subprocess.run([*deca, "prepare", "--tasks", *TASKS, "--splits", "train,validation", "--mirror", str(SHARED),
+                        "--out", str(processed)], check=True, cwd=ROOT)
+    if not vocab.exists():
+        subprocess.run([*deca, "prepare", "--vocab", str(vocab), "--tasks", *TASKS, "--out", str(processed)],
+                       check=True, cwd=ROOT)
+    return processed, vocab
+
+
+def train_run(params, name: str, tasks: list[str], strategy: str, minutes: float, workdir: Path):
+    from train.trainer import fit
+
+    tc = dataclasses.replace(params.train, tasks=tasks, strategy=strategy, max_minutes=minutes,
+                             iterations=100000, storage_dir=str(workdir / "checkpoints"), experiment="readme")
+    p = dataclasses.replace(params, train=tc)
+    return fit(p, run_name=f"{name}-{time.strftime('%Y%m%d-%H%M%S')}", progress=True, project=workdir)
+
+
+def curve(outcome, task: str) -> list[tuple[int, float, float]]:
+    """(iteration, minutes since the first validation metric of the run's first step, headline)."""
+    from train.tracking import client
+
+    c = client(outcome.tracking_uri)
+    start = c.get_run(outcome.mlflow_run_id).info.start_time
+    hist = c.get_metric_history(outcome.mlflow_run_id, f"val/{task}/headline")
+    return [(m.step, (m.timestamp - start) / 60000, m.value) for m in sorted(hist, key=lambda m: m.step)]
+
+
+def best_results(outcome) -> dict[str, float]:
+    """Per-task headline metrics of the run's best checkpoint."""
+    import torch
+
+    extra = torch.load(outcome.best / "model.pt", map_location="cpu", weights_only=True)["extra"]
+    return {t: r["headline"]["value"] for t, r in extra["results"].items()} | {"_iteration": extra["iteration"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("stage", choices=["sst", "multitask"])
+    ap.add_argument("--minutes", type=float, default=30.0, help="training time per run (default: %(default)s)")
+    ap.add_argument("--workdir", default=str(ROOT / "checkpoints" / "readme-experiment"),
+                    help="data, runs and MLflow store of the experiment (default: %(default)s, git-ignored)")
+    ap.add_argument("--params", default=str(ROOT / "params.yaml"))
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="parameter override as for `deca train` (e.g. train.val_every=50)")
+    args = ap.parse_args()
+    if not SHARED.is_dir():
+        sys.exit(f"real corpora not found at {SHARED}")
+
+    from train.cli import parse_overrides
+
+    workdir = Path(args.workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir / 'mlflow.db'}")
+    processed, vocab = prepare(workdir)
+    overrides = {"train.val_every": 50, "train.save_every": 200, "train.log_every": 10,
+                 "train.num_workers": 1, "train.cpus_per_worker": 2.0, **parse_overrides(args.overrides)}
+    params = load_params(args.params, overrides=overrides)
+    params = dataclasses.replace(params, data=dataclasses.replace(
+        params.data, processed_dir=str(processed), vocab_path=str(vocab)))
+
+    report: dict = {"stage": args.stage, "minutes": args.minutes, "model": dataclasses.asdict(params.model)}
+    if args.stage == "sst":
+        out = train_run(params, "sst-single", ["sst"], "single_task", args.minutes, workdir)
+        points = curve(out, "sst")
+        print(f"\nSST single-task, run {out.run_name} (MLflow {out.mlflow_run_id})")
+        print(f"{'iteration':>9} {'minutes':>8} {'EM':>6}")
+        for it, minutes, em in points:
+            print(f"{it:9d} {minutes:8.1f} {em:6.1f}")
+        best = max(points, key=lambda p: p[2]) if points else None
+        print(f"best validation EM {best[2]:.1f} at iteration {best[0]} ({best[1]:.1f} min); target >= 80")
+        report["curve"] = points
+    else:
+        single = {t: best_results(train_run(params, f"single-{t}", [t], "single_task", args.minutes, workdir))
+                  for t in TASKS}
+        joint_out = train_run(params, "fully-joint", TASKS, "fully_joint", args.minutes, workdir)
+        joint = best_results(joint_out)
+        print(f"\n{'task':10} {'single-task':>12} {'fully joint':>12}")
+        for t in TASKS:
+            print(f"{t:10} {single[t][t]:12.1f} {joint[t]:12.1f}")
+        print(f"{'sum':10} {sum(single[t][t] for t in TASKS):12.1f} {sum(joint[t] for t in TASKS):12.1f}")
+        report.update(single=single, joint=joint)
+    (workdir / f"report-{args.stage}.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

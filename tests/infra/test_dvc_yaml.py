@@ -1,0 +1,133 @@
+"""dvc.yaml: resolves, is up to date with the registry and the code, and every stage names real things."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infra import codedeps, stages
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def index():
+    """DVC's view of the pipeline: every stage with its foreach and interpolation resolved."""
+    from dvc.repo import Repo
+
+    with Repo(str(ROOT)) as repo:
+        return {s.addressing: s for s in repo.index.stages}
+
+
+@pytest.fixture(scope="module")
+def params():
+    return yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+
+
+def test_generated_parts_are_up_to_date():
+    proc = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "infra.stages", "--check"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_stages_are_the_declared_pipeline(index):
+    tables = stages.current()
+    from deca.config import load_section
+    from deca.registry import get_task, resolve_tasks
+
+    names = resolve_tasks(load_section("data", ROOT / "params.yaml").tasks)
+    assert [e["name"] for e in tables["tasks"].values()] == names
+    assert all(get_task(e["name"]).key == key for key, e in tables["tasks"].items())
+    expected = ({f"download@{c}" for c in tables["corpora"]} | {f"prepare@{k}" for k in tables["tasks"]}
+                | {"vocab", "train", "evaluate", "report"})
+    assert set(index) == expected
+    assert "prepare@sst" in index and "prepare@woz_en" in index  # `dvc repro prepare@sst` reruns one corpus
+
+
+def test_every_command_is_a_deca_subcommand(index):
+    from deca.cli import COMMANDS
+
+    for name, stage in index.items():
+        words = stage.cmd.split()
+        assert words[0] == "deca" and words[1] in COMMANDS, f"{name}: {stage.cmd}"
+
+
+def outs_of(index) -> set[Path]:
+    return {Path(o.def_path) for s in index.values() for o in s.outs}
+
+
+def test_every_dependency_exists_or_is_produced(index):
+    produced = outs_of(index)
+    for name, stage in index.items():
+        for dep in stage.deps:
+            p = Path(dep.def_path)
+            made = any(p == o or o.is_relative_to(p) or p.is_relative_to(o) for o in produced)
+            assert made or (ROOT / p).exists(), f"{name}: dependency {p} neither exists nor is produced by a stage"
+
+
+def test_code_dependencies_are_exactly_what_the_commands_import(index):
+    tables = stages.current()
+    expected = stages.code_deps(tables)
+    for name, stage in index.items():
+        group = name.split("@")[0]
+        declared = {d.def_path for d in stage.deps if d.def_path.endswith(".py")}
+        want = set(expected[group])
+        if group in ("download", "prepare"):
+            item = tables["corpora" if group == "download" else "tasks"][name.split("@")[1]]
+            want.add(f"deca/tasks/{item['module']}")
+        assert declared == want, f"{name}: declared {sorted(declared ^ want)} differ from the imports"
+
+
+def test_prepare_declares_its_own_task_options_only(index, params):
+    for key in stages.current()["tasks"]:
+        declared = {p for d in index[f"prepare@{key}"].deps if hasattr(d, "params") for p in d.params}
+        options = {p for p in declared if p.startswith("prepare.task_options.")}
+        assert options == {f"prepare.task_options.{key}"}
+        assert key in params["prepare"]["task_options"]  # DVC fails on a declared param that is missing
+
+
+def test_every_declared_param_exists(index, params):
+    for name, stage in index.items():
+        for dep in stage.deps:
+            for key in getattr(dep, "params", None) or []:
+                node = params
+                for part in key.split("."):
+                    assert isinstance(node, dict) and part in node, f"{name}: param {key} not in params.yaml"
+                    node = node[part]
+
+
+def test_metrics_and_plots(index, params):
+    ev = index["evaluate"]
+    assert [m.def_path for m in ev.metrics] == [params["evaluate"]["metrics_path"]]
+    plots = {Path(o.def_path).name for o in ev.outs if o.plot}
+    assert {"per_task.csv", "loss.png", "validation.png"} <= plots
+    assert all(not o.use_cache for o in ev.metrics)
+
+
+def test_code_closure_follows_function_level_and_relative_imports(tmp_path):
+    pkg = tmp_path / "deca"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""docstring only."""\n')
+    (pkg / "sub" / "__init__.py").write_text("X = 1\n")
+    (pkg / "a.py").write_text("import os\nfrom . import b\n\ndef f():\n    from deca.sub import c\n")
+    (pkg / "b.py").write_text("import numpy\n")
+    (pkg / "sub" / "c.py").write_text("from ..b import thing\n")
+    (pkg / "unused.py").write_text("")
+    got = codedeps.closure(["deca.a"], root=tmp_path)
+    assert got == ["deca/a.py", "deca/b.py", "deca/sub/__init__.py", "deca/sub/c.py"]
+    assert codedeps.closure(["deca.a"], exclude=["deca.sub.c"], root=tmp_path) == ["deca/a.py", "deca/b.py",
+                                                                                   "deca/sub/__init__.py"]
+
+
+def test_check_fails_when_a_stage_lists_stale_code(tmp_path):
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
+    stale = text.replace("        - pipelines/download.py\n", "", 1)
+    assert stale != text
+    (tmp_path / "dvc.yaml").write_text(stale, encoding="utf-8")
+    args = ["--dvc-yaml", str(tmp_path / "dvc.yaml"), "--params", str(tmp_path / "params.yaml")]
+    assert stages.main(["--check", *args]) == 1
+    assert stages.main(["--write", *args]) == 0
+    assert (tmp_path / "dvc.yaml").read_text(encoding="utf-8") == text

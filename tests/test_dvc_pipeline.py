@@ -1,0 +1,150 @@
+"""The whole DVC pipeline on a copy of the repository: `dvc repro` on the default params (the offline main
+job on the bundled miniature corpora), a no-op second run, a one-task param change that reruns only that
+task's stages and what follows, and two strategies as DVC experiments compared with `deca compare`.
+
+One `dvc repro` of everything takes a few minutes on two cores; the tests below share it (module fixture)
+and run in file order.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+BIN = ROOT / ".venv" / "bin"
+TIMEOUT = 1500
+
+
+def copy_worktree(dest: Path) -> None:
+    """Tracked and untracked-but-not-ignored files of the repository (what a commit would hold)."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
+class Repo:
+    def __init__(self, path: Path):
+        self.path = path
+        self.env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PYTHONPATH": str(path),
+                    "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+        self.env.pop("MLFLOW_TRACKING_URI", None)
+
+    def run(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(list(cmd), cwd=self.path, env=self.env, capture_output=True, text=True, timeout=TIMEOUT)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        return proc
+
+    def dvc(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return self.run(str(BIN / "dvc"), *args, check=check)
+
+    def commit(self, message: str) -> None:
+        self.run("git", "add", "-A")
+        self.run("git", "commit", "-q", "--allow-empty", "-m", message)
+
+    def set_params(self, values: dict) -> None:
+        from infra.overlay import write
+
+        write(self.path / "params.yaml", values)
+
+
+def ran_stages(proc: subprocess.CompletedProcess) -> list[str]:
+    return re.findall(r"Running stage '([^']+)'", proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Repo:
+    path = tmp_path_factory.mktemp("pipeline")
+    copy_worktree(path)
+    repo = Repo(path)
+    repo.run("git", "init", "-q")
+    repo.commit("a fresh clone")
+    repo.first = repo.dvc("repro")  # the default params, as `make run`
+    return repo
+
+
+def test_repro_runs_every_stage_and_records_the_decascore(repo):
+    stages = set(ran_stages(repo.first))
+    defined = set(repo.dvc("stage", "list", "--name-only").stdout.split())
+    assert stages == defined
+    metrics = json.loads((repo.path / "eval" / "metrics.json").read_text())
+    params = yaml.safe_load((repo.path / "params.yaml").read_text())
+    assert metrics["split"] == "validation" and 0.0 <= metrics["decascore"] <= 1000.0
+    headline = {t: v["headline"] for t, v in metrics["tasks"].items()}
+    assert abs(sum(headline.values()) - metrics["decascore"]) < 1e-6
+    assert not metrics["partial"] and len(headline) == 10  # evaluate.tasks: decanlp
+    for task in headline:
+        lines = (repo.path / "eval" / "predictions" / f"{task}.jsonl").read_text().splitlines()
+        assert len(lines) == metrics["tasks"][task]["n"]
+    shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
+    assert any("decascore" in json.dumps(v) for v in shown.values())
+    for rel in ("eval/report/report.md", "eval/report/compare.md", "eval/plots/per_task.csv", "eval/plots/loss.png"):
+        assert (repo.path / rel).stat().st_size > 0, rel
+    assert "paper (Table 3)" in (repo.path / "eval/report/compare.md").read_text()
+    # MLflow lists the training run, with its phase and its evaluation
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{repo.path / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(params["train"]["experiment"])
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED" and runs[0].info.run_name == "pipeline"
+    assert "phase" in runs[0].data.tags
+    assert runs[0].data.metrics["validation/decascore"] == pytest.approx(metrics["decascore"])
+
+
+def test_second_repro_is_a_noop(repo):
+    again = repo.dvc("repro")
+    assert ran_stages(again) == []
+    assert "up to date" in repo.dvc("status").stdout
+
+
+def test_one_task_param_reruns_only_that_task_and_what_follows(repo):
+    repo.commit("first run")
+    repo.set_params({"prepare": {"task_options": {"squad": {"max_train_context_tokens": 60}}}})
+    changed = json.loads(repo.dvc("status", "--json").stdout)
+    assert set(changed) == {"prepare@squad"}
+    rerun = repo.dvc("repro")
+    stages = ran_stages(rerun)
+    assert [s for s in stages if "@" in s] == ["prepare@squad"]
+    assert set(stages) - {"prepare@squad"} <= {"vocab", "train", "evaluate", "report"}
+    assert ran_stages(repo.dvc("repro")) == []
+
+
+def test_two_strategies_as_experiments_then_compare(repo, tmp_path):
+    repo.commit("baseline")
+    quick = ["-S", "train.iterations=6", "-S", "train.val_every=6", "-S", "train.save_every=6",
+             "-S", "train.log_every=2", "-S", "evaluate.max_answer_length=8"]
+    repo.dvc("exp", "run", "-n", "joint", "-S", "train.strategy=fully_joint", *quick)
+    repo.dvc("exp", "run", "-n", "squad-first", "-S", "train.strategy=anti_curriculum_squad",
+             "-S", "train.phase_iterations=3", *quick)
+    out = tmp_path / "strategies"
+    shown = repo.run(str(BIN / "deca"), "compare", "--dvc", "--exps", "joint", "squad-first", "--out", str(out))
+    table = shown.stdout
+    assert "decaScore" in table and "SQuAD" in table and "MWSC" in table
+    rows = {line.split()[0]: line for line in table.splitlines() if line.startswith(("joint", "squad-first"))}
+    assert "fully_joint" in rows["joint"] and "anti_curriculum_squad" in rows["squad-first"]
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert [r["label"] for r in data["rows"]] == ["joint", "squad-first"]
+    assert all(len(r["scores"]) == 10 and r["decascore"] == pytest.approx(sum(r["scores"].values()))
+               for r in data["rows"])
+    assert out.with_suffix(".md").read_text().count("|") > 20 and out.with_suffix(".png").stat().st_size > 0
+    # the same runs, from MLflow
+    mlflow_rows = repo.run(str(BIN / "deca"), "compare", "--mlflow", "--json")
+    labels = [r["strategy"] for r in json.loads(mlflow_rows.stdout)["rows"]]
+    assert {"fully_joint", "anti_curriculum_squad"} <= set(labels)

@@ -1,0 +1,78 @@
+import dataclasses
+import json
+import os
+import time
+
+import pytest
+
+from deca.cli import build_parser
+from deca.config import Params, load_params
+from deca.errors import ConfigError, DataError
+from train.cli import parse_overrides
+from train.trainer import RUN_FILE, check_inputs, fit, latest_run, resolve_paths
+
+
+def test_parse_overrides_yaml_values():
+    assert parse_overrides(["train.iterations=50", "train.tasks=[sst, woz.en]", "train.max_val_examples=null",
+                            "train.use_gpu=true"]) == {
+        "train.iterations": 50, "train.tasks": ["sst", "woz.en"], "train.max_val_examples": None,
+        "train.use_gpu": True}
+    params = load_params("/nonexistent.yaml", overrides=parse_overrides(["train.token_budget=500"]))
+    assert params.train.token_budget == 500
+    for bad in ("iterations=5", "train.iterations", "train.tasks=[sst"):
+        with pytest.raises(ConfigError, match="--set"):
+            parse_overrides([bad])
+
+
+def test_help_lists_the_options():
+    parser = build_parser("train")
+    sub = parser._subparsers._group_actions[0].choices["train"]
+    text = sub.format_help()
+    for option in ("--params", "--set KEY=VALUE", "--run-name", "--resume", "--no-progress", "RAY_ADDRESS"):
+        assert option in text
+
+
+def test_paths_are_made_absolute(tmp_path):
+    p = resolve_paths(Params(), tmp_path)
+    assert p.data.processed_dir == str(tmp_path / "data" / "processed")
+    assert p.train.storage_dir == str(tmp_path / "checkpoints")
+    assert resolve_paths(p, tmp_path / "elsewhere").data.vocab_path == str(tmp_path / "data" / "vocab.txt")
+
+
+def test_inputs_are_checked_before_ray_starts(mini_data, tmp_path):
+    processed, vocab, _ = mini_data
+    params = Params()
+    params.data = dataclasses.replace(params.data, processed_dir=str(processed), vocab_path=str(vocab))
+    check_inputs(params, ["sst"])
+    with pytest.raises(DataError, match="no processed train split for task 'nonexistent-task'"):
+        check_inputs(params, ["nonexistent-task"])
+    missing = dataclasses.replace(params, data=dataclasses.replace(params.data, vocab_path=str(tmp_path / "v.txt")))
+    with pytest.raises(DataError, match="vocabulary not found"):
+        check_inputs(missing, ["sst"])
+    zero = dataclasses.replace(params, train=dataclasses.replace(params.train, iterations=0))
+    with pytest.raises(ConfigError, match="must be positive"):
+        check_inputs(zero, ["sst"])
+
+
+def test_run_names_and_resume_errors(mini_data, tmp_path):
+    processed, vocab, _ = mini_data
+    storage = tmp_path / "checkpoints"
+    with pytest.raises(ConfigError, match="no run to resume"):
+        latest_run(storage)
+    for name in ("old", "new"):
+        (storage / name).mkdir(parents=True)
+        (storage / name / RUN_FILE).write_text(json.dumps({"mlflow_run_id": "x", "tracking_uri": "y"}))
+        time.sleep(0.01)
+    os.utime(storage / "old" / RUN_FILE, (time.time() - 100, time.time() - 100))
+    assert latest_run(storage) == "new"
+
+    params = Params()
+    params.data = dataclasses.replace(params.data, processed_dir=str(processed), vocab_path=str(vocab))
+    params.train = dataclasses.replace(params.train, tasks=["sst"], storage_dir=str(storage))
+    with pytest.raises(ConfigError, match="'new' already exists.*--resume"):
+        fit(params, run_name="new", project=tmp_path)
+    with pytest.raises(ConfigError, match="not found"):
+        fit(params, run_name="missing", resume=True, project=tmp_path)
+    with pytest.raises(ConfigError, match="unknown strategy"):
+        fit(dataclasses.replace(params, train=dataclasses.replace(params.train, strategy="joint")),
+            run_name="x", project=tmp_path)
