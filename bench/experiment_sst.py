@@ -95,7 +95,7 @@ def main() -> None:
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir / 'mlflow.db'}")
     processed, vocab = prepare(workdir)
     overrides = {"train.val_every": 50, "train.save_every": 200, "train.log_every": 10,
-                 "train.num_workers": 1, "train.cpus_per_worker": 2.0, **parse_overrides(args.overrides)}
+                 "train.num_workers": 2, "train.cpus_per_worker": 1.0, **parse_overrides(args.overrides)}
     params = load_params(args.params, overrides=overrides)
     params = dataclasses.replace(params, data=dataclasses.replace(
         params.data, processed_dir=str(processed), vocab_path=str(vocab)))

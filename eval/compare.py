@@ -119,8 +119,9 @@ def rows_from_dvc(show: Sequence[Mapping[str, Any]], metrics_path: str = "eval/m
                   names: Sequence[str] | None = None, include_baseline: bool = False) -> list[Row]:
     """Rows of the experiments in `dvc exp show --json` output that have the metrics file.
 
-    `names` keeps only those experiments (exp names or revision prefixes); the baselines (commits)
-    come too with `include_baseline`, the workspace never (it duplicates the last applied experiment).
+    `names` keeps only those experiments (exp names or revision prefixes), in that order; otherwise
+    the rows go oldest first. The baselines (commits) come too with `include_baseline`, the workspace
+    never (it duplicates the last applied experiment).
     """
     rows = []
     for entry in show:
@@ -144,7 +145,12 @@ def rows_from_dvc(show: Sequence[Mapping[str, Any]], metrics_path: str = "eval/m
             rows.append(Row(name, "dvc", scores_from_metrics(metrics), strategy=strategy,
                             meta={"rev": item.get("rev"), "timestamp": data.get("timestamp"),
                                   "iterations": (params.get("train") or {}).get("iterations")}))
-    return rows
+    if names:
+        def rank(r: Row) -> int:
+            return next(i for i, n in enumerate(names) if n == r.label or (r.meta["rev"] or "").startswith(n))
+
+        return sorted(rows, key=rank)
+    return sorted(rows, key=lambda r: r.meta["timestamp"] or "")
 
 
 # ---------------------------------------------------------------------------------------- MLflow runs

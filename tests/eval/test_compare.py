@@ -97,10 +97,10 @@ def test_cli_writes_table_markdown_and_plot(store, tmp_path, capsys, monkeypatch
 
 def exp_show(metrics_path: str = "eval/metrics.json") -> list[dict]:
     """The structure of `dvc exp show --json` (DVC 3): workspace, then each commit with its experiments."""
-    def data(strategy, scores):
+    def data(strategy, scores, when="2026-01-01T00:00:00"):
         doc = {"decascore": sum(scores.values()), "tasks": {t: {"headline": v, "headline_metric": "em"}
                                                             for t, v in scores.items()}}
-        return {"rev": "x", "timestamp": "2026-01-01T00:00:00",
+        return {"rev": "x", "timestamp": when,
                 "params": {"params.yaml": {"data": {"train": {"strategy": strategy, "iterations": 6}}}},
                 "metrics": {metrics_path: {"data": doc}}}
 
@@ -111,7 +111,8 @@ def exp_show(metrics_path: str = "eval/metrics.json") -> list[dict]:
          "error": None,
          "experiments": [
              {"revs": [{"rev": "34dfe14e", "name": "squad-first", "data": data("anti_curriculum_squad",
-                                                                              {"squad": 20.0, "sst": 50.0}),
+                                                                              {"squad": 20.0, "sst": 50.0},
+                                                                              "2026-01-01T00:05:00"),
                         "error": None, "experiments": None}], "executor": None, "name": "squad-first"},
              {"revs": [{"rev": "92505134", "name": "joint", "data": data("fully_joint", {"squad": 10.0, "sst": 70.0}),
                         "error": None, "experiments": None}], "executor": None, "name": "joint"},
@@ -120,11 +121,12 @@ def exp_show(metrics_path: str = "eval/metrics.json") -> list[dict]:
 
 
 def test_rows_from_dvc_experiments():
-    rows = compare.rows_from_dvc(exp_show())
+    rows = compare.rows_from_dvc(exp_show())  # oldest first (DVC lists the newest first)
     assert [(r.label, r.strategy, r.scores) for r in rows] == [
-        ("squad-first", "anti_curriculum_squad", {"squad": 20.0, "sst": 50.0}),
-        ("joint", "fully_joint", {"squad": 10.0, "sst": 70.0})]
-    assert rows[0].meta["rev"] == "34dfe14e" and rows[0].meta["iterations"] == 6
+        ("joint", "fully_joint", {"squad": 10.0, "sst": 70.0}),
+        ("squad-first", "anti_curriculum_squad", {"squad": 20.0, "sst": 50.0})]
+    assert rows[1].meta["rev"] == "34dfe14e" and rows[1].meta["iterations"] == 6
+    assert [r.label for r in compare.rows_from_dvc(exp_show(), names=["squad-first", "joint"])] == ["squad-first", "joint"]
     assert [r.label for r in compare.rows_from_dvc(exp_show(), names=["joint"])] == ["joint"]
     assert [r.label for r in compare.rows_from_dvc(exp_show(), names=["9250"])] == ["joint"]  # a revision prefix
     assert compare.rows_from_dvc(exp_show(), metrics_path="other.json") == []

@@ -308,8 +308,61 @@ def test_infra_readme_refers_to_what_exists():
 def test_every_infra_file_is_validated():
     """Each infra file is checked by a test above, or by test_overlay.py / test_dvc_yaml.py."""
     others = {f"params/{p.name}" for p in (INFRA / "params").glob("*.yaml")}  # test_overlay.py
-    others |= {"overlay.py", "stages.py", "__init__.py"}  # test_overlay.py, test_dvc_yaml.py
+    others |= {"overlay.py", "stages.py", "codedeps.py", "__init__.py"}  # test_overlay.py, test_dvc_yaml.py
     files = {p.relative_to(INFRA).as_posix() for p in INFRA.rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}
     unchecked = sorted(files - CHECKED - others)
     assert not unchecked, f"infra files no test validates: {unchecked}"
+
+
+@pytest.mark.slow
+def test_mlflow_server_script_serves_runs_and_artifacts(tmp_path):
+    """Start infra/mlflow/server.sh on a free loopback port, log a run with an artifact, read both back."""
+    import os
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    from mlflow import MlflowClient
+
+    (path,) = validates("mlflow/server.sh")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "MLFLOW": str(ROOT / ".venv/bin/mlflow")}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    server = subprocess.Popen(["bash", str(path), str(tmp_path / "store"), str(port), "127.0.0.1"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            assert server.poll() is None, server.stdout.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the server did not come up in 90 s"
+            time.sleep(0.5)
+        client = MlflowClient(tracking_uri=url)
+        exp = client.create_experiment("decanlp")
+        run = client.create_run(exp, run_name="pipeline")
+        client.log_metric(run.info.run_id, "validation/decascore", 123.0)
+        (tmp_path / "report.md").write_text("# report\n")
+        client.log_artifact(run.info.run_id, str(tmp_path / "report.md"), "evaluation")
+        client.set_terminated(run.info.run_id)
+        found = client.search_runs([exp])
+        assert [r.data.metrics["validation/decascore"] for r in found] == [123.0]
+        assert [a.path for a in client.list_artifacts(run.info.run_id, "evaluation")] == ["evaluation/report.md"]
+        assert (tmp_path / "store" / "mlflow.db").exists()
+        assert list((tmp_path / "store" / "artifacts").rglob("report.md"))  # proxied into the store's folder
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
