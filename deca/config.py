@@ -7,6 +7,7 @@ only its own sections (see dvc.yaml). Section owners: `data`/`prepare` (pipeline
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -194,13 +195,25 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     return value
 
 
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads YAML 1.2 floats such as ``1e-09`` (PyYAML's YAML 1.1 reads them as strings;
+    `dvc exp run -S train.eps=1e-9` writes that form)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] | None = None) -> Params:
     """Load params.yaml (missing file → all defaults) with optional dotted overrides like {"train.iterations": 5}."""
     path = Path(path)
     raw: dict[str, Any] = {}
     if path.exists():
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     for dotted, value in (overrides or {}).items():

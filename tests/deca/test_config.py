@@ -39,3 +39,10 @@ def test_repository_params_load():
     from tests.conftest import ROOT
 
     load_params(ROOT / "params.yaml")
+
+
+def test_yaml12_exponent_floats(tmp_path):
+    p = tmp_path / "params.yaml"
+    p.write_text("train:\n  eps: 1e-09\n  lr: 2.5E-3\n")
+    params = load_params(p)
+    assert params.train.eps == 1e-9 and params.train.lr == 2.5e-3
