@@ -65,14 +65,15 @@ def main() -> None:
     out_path = workdir / "report-multitask.json"
     report = json.loads(out_path.read_text()) if out_path.exists() else {}
     report.setdefault("runs", {})
-    report["overrides"] = overrides
     if not args.skip_joint:
         joint = ex.train_run(params, "fully-joint", ex.TASKS, "fully_joint", args.joint_minutes, workdir)
-        report["runs"]["fully_joint"] = summarize(joint, ex.TASKS) | {"minutes_budget": args.joint_minutes}
+        report["runs"]["fully_joint"] = summarize(joint, ex.TASKS) | {"minutes_budget": args.joint_minutes,
+                                                                       "overrides": overrides}
         out_path.write_text(json.dumps(report, indent=1), encoding="utf-8")
     for t in args.single_tasks:
         out = ex.train_run(params, f"single-{t}", [t], "single_task", args.single_minutes, workdir)
-        report["runs"][f"single:{t}"] = summarize(out, [t]) | {"minutes_budget": args.single_minutes}
+        report["runs"][f"single:{t}"] = summarize(out, [t]) | {"minutes_budget": args.single_minutes,
+                                                                    "overrides": overrides}
         out_path.write_text(json.dumps(report, indent=1), encoding="utf-8")
     print(json.dumps({k: v["best"] for k, v in report["runs"].items()}, indent=1))
 
