@@ -1,9 +1,9 @@
-"""Helpers shared by the task tests of tasks-a (squad, srl, schema, zre, UCI sentiment, MRQA)."""
+"""Helpers shared by the task tests under tests/deca/tasks/."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from deca.registry import Dropped, Task
+from deca.registry import Dropped, Task, get_task
 from deca.text import detokenize
 from pipelines.rows import to_row
 
@@ -15,6 +15,12 @@ def read_split(task: Task, split: str, root: Path, options=None) -> tuple[list, 
     for item in task.read(split, task.files(split, root), options):
         (drops if isinstance(item, Dropped) else examples).append(item)
     return examples, drops
+
+
+def read_records(name: str, split: str, root: Path) -> list:
+    """Every record (examples and drops, in file order) of one split of task `name`, raw files under `root`."""
+    task = get_task(name)
+    return list(task.read(split, task.files(split, root), task.make_options()))
 
 
 def row_of(task: Task, split: str, example, options=None) -> dict:

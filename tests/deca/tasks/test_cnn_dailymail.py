@@ -9,11 +9,11 @@ from deca.tasks.cnn_dailymail import fix_missing_period, read as read_files
 from deca.text import detokenize
 from pipelines.rows import to_row
 from tests.conftest import shared_file
+from tests.deca.tasks._check import read_records
 
 
 def read(split, root):
-    task = get_task("cnn_dailymail")
-    return list(task.read(split, task.files(split, root), task.make_options()))
+    return read_records("cnn_dailymail", split, root)
 
 
 def sha1(url):

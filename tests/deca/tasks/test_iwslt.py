@@ -8,13 +8,13 @@ from deca.registry import Dropped, Example, get_task
 from deca.tasks.iwslt import read_xml
 from deca.text import detokenize
 from pipelines.rows import to_row
+from tests.deca.tasks._check import read_records
 
 IWSLT14 = "iwslt/IWSLT14_de-en_fairseq/de-en"
 
 
 def read(split, root):
-    task = get_task("iwslt.en.de")
-    return list(task.read(split, task.files(split, root), task.make_options()))
+    return read_records("iwslt.en.de", split, root)
 
 
 def test_fixture_example_end_to_end(fixture_corpora):

@@ -8,13 +8,13 @@ from deca.registry import get_task
 from deca.tasks.wikisql import KEYWORDS, logical_form, table_context
 from deca.text import detokenize
 from pipelines.rows import to_row
+from tests.deca.tasks._check import read_records
 
 HEADER = ["Player", "No.", "Nationality", "Position", "Years in Toronto", "School/Club Team"]
 
 
 def read(split, root):
-    task = get_task("wikisql")
-    return list(task.read(split, task.files(split, root), task.make_options()))
+    return read_records("wikisql", split, root)
 
 
 def test_fixture_example_end_to_end(fixture_corpora):
