@@ -65,6 +65,9 @@ class ModelConfig:
     word_vectors: str | None = None  # GloVe-format text file (optionally .gz)
     char_vectors: str | None = None  # character n-gram vectors file
     embedding_dim: int = 200  # trainable embedding size when no vector files are given
+    # training only: each context/question token is read as UNK with this probability (word dropout,
+    # Iyyer et al. 2015); pointer targets keep the real token. Not in the paper; 0 = the paper.
+    word_dropout: float = 0.0
     max_answer_length: int = 100
 
 
@@ -94,6 +97,7 @@ class TrainConfig:
     betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
     eps: float = 1e-9
     grad_clip: float = 1.0  # max gradient norm; 0 disables clipping
+    weight_decay: float = 0.0  # decoupled (AdamW) weight decay; 0 = Adam as in the paper
     val_every: int = 1000  # 0: validate only at the end
     save_every: int = 1000  # 0: checkpoint only at the end
     log_every: int = 100

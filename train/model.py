@@ -113,6 +113,8 @@ class MQAN(nn.Module):
             raise ValueError(f"model.variant {cfg.variant!r} unknown; choose one of {', '.join(VARIANTS)}")
         if cfg.dimension % 2:
             raise ValueError(f"model.dimension must be even (BiLSTM halves), got {cfg.dimension}")
+        if not 0.0 <= cfg.word_dropout < 1.0:
+            raise ValueError(f"model.word_dropout must be in [0, 1), got {cfg.word_dropout}")
         self.cfg, self.vocab, self.arch = cfg, vocab, VARIANTS[cfg.variant]
         d, p, arch = cfg.dimension, cfg.dropout, self.arch
         head_dim = cfg.head_dim or d
@@ -139,17 +141,24 @@ class MQAN(nn.Module):
         self.out = nn.Linear(d, self.generative_size)  # W_v, Eq. 11
 
     # ---- encoder -------------------------------------------------------------------------------------
+    def _embed_input(self, ids: torch.Tensor) -> torch.Tensor:
+        """Encoder input embeddings [B, L, D]; in training, word dropout reads tokens as UNK."""
+        p = self.cfg.word_dropout
+        if self.training and p > 0:
+            ids = ids.masked_fill((torch.rand(ids.shape, device=ids.device) < p) & (ids != PAD_ID), UNK_ID)
+        return self.embed(ids)
+
     def encode(self, batch: Batch) -> Encoded:
         arch = self.arch
         if not arch.split:
             s = batch.context_question
-            proj = self.enc_proj(self.embed(s.ids))  # [B, L, d]
+            proj = self.enc_proj(self._embed_input(s.ids))  # [B, L, d]
             x, state = self.encode_ind(proj, s.lengths)
             if arch.self_attention:
                 x, state = self.context_arm(torch.cat([proj, x], -1), s)
             return Encoded(x, s.mask, s.ext, None, None, None, state)
         c, q = batch.context, batch.question
-        c_proj, q_proj = self.enc_proj(self.embed(c.ids)), self.enc_proj(self.embed(q.ids))  # [B, L|M, d]
+        c_proj, q_proj = self.enc_proj(self._embed_input(c.ids)), self.enc_proj(self._embed_input(q.ids))
         c_ind, _ = self.encode_ind(c_proj, c.lengths)
         q_ind, _ = self.encode_ind(q_proj, q.lengths)
         q_sum, c_coa, c_sum, q_coa = self.coattention(c_ind, q_ind, c.mask, q.mask)

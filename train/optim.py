@@ -27,10 +27,17 @@ def lr_factor(step: int, warmup: int) -> float:
 
 
 def build_optimizer(parameters: Iterable[torch.nn.Parameter], train_cfg) -> torch.optim.Adam:
-    """Adam over the trainable parameters with the peak rate, betas and eps of `train_cfg`."""
+    """Adam over the trainable parameters with the peak rate, betas and eps of `train_cfg`; AdamW
+    (decoupled weight decay, scaled by the scheduled rate) when `train_cfg.weight_decay` > 0."""
     params = [p for p in parameters if p.requires_grad]
     if len(train_cfg.betas) != 2:
         raise ValueError(f"train.betas: expected two numbers, got {train_cfg.betas}")
+    decay = getattr(train_cfg, "weight_decay", 0.0)
+    if decay < 0:
+        raise ValueError(f"train.weight_decay must be >= 0, got {decay}")
+    if decay > 0:
+        return torch.optim.AdamW(params, lr=train_cfg.lr, betas=tuple(train_cfg.betas), eps=train_cfg.eps,
+                                 weight_decay=decay)
     return torch.optim.Adam(params, lr=train_cfg.lr, betas=tuple(train_cfg.betas), eps=train_cfg.eps)
 
 

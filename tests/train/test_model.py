@@ -233,6 +233,34 @@ def test_bad_config_is_rejected():
         build_model(tiny_cfg("transformer"), VOCAB)
     with pytest.raises(ValueError, match="even"):
         build_model(tiny_cfg(dimension=15), VOCAB)
+    with pytest.raises(ValueError, match="word_dropout"):
+        build_model(tiny_cfg(word_dropout=1.0), VOCAB)
+
+
+@pytest.mark.parametrize("variant", ["s2s", "mqan"])
+def test_word_dropout_reads_inputs_as_unk_in_training_only(variant):
+    rows = random_rows(6, seed=3)
+    batch = collate(rows, VOCAB)
+    plain, dropped = tiny_model(variant, dropout=0.0), tiny_model(variant, dropout=0.0, word_dropout=0.5)
+    dropped.load_state_dict(plain.state_dict())
+    with torch.no_grad():
+        plain.eval(), dropped.eval()
+        assert torch.equal(plain(batch), dropped(batch))  # evaluation: no effect
+        plain.train(), dropped.train()
+        torch.manual_seed(0)
+        a = dropped(batch)
+        torch.manual_seed(0)
+        b = dropped(batch)
+        assert torch.equal(a, b)  # seeded, reproducible
+        assert not torch.allclose(a, plain(batch))  # training: some inputs read as UNK
+        # every input token read as UNK: the context/question embeddings are all the UNK row
+        seen = []
+        dropped.embed.register_forward_hook(lambda mod, args, out: seen.append(args[0]))
+        dropped.cfg.word_dropout = 0.999999
+        dropped(batch)
+    enc_ids = seen[:-1]  # the last call embeds the decoder's answer inputs, which keep their tokens
+    assert all(bool(((ids == 0) | (ids == PAD_ID)).all()) for ids in enc_ids)
+    assert bool((seen[-1] != 0).any())
 
 
 def test_eos_ends_the_answer():

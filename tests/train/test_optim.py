@@ -47,6 +47,18 @@ def test_optimizer_and_scheduler_step_by_step():
     assert sched2.last_epoch == sched.last_epoch
 
 
+def test_weight_decay_uses_decoupled_adamw():
+    assert type(build_optimizer([torch.nn.Parameter(torch.zeros(2))], TrainConfig())) is torch.optim.Adam
+    p = torch.nn.Parameter(torch.ones(2))
+    opt = build_optimizer([p], TrainConfig(lr=0.1, weight_decay=0.5))
+    assert isinstance(opt, torch.optim.AdamW)
+    p.grad = torch.zeros(2)  # no gradient: only the decay moves the weights, by lr * decay
+    opt.step()
+    assert p.detach().tolist() == pytest.approx([0.95, 0.95])
+    with pytest.raises(ValueError, match="weight_decay"):
+        build_optimizer([p], TrainConfig(weight_decay=-1.0))
+
+
 def test_frozen_parameters_are_left_out():
     a, b = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(2), requires_grad=False)
     opt = build_optimizer([a, b], TrainConfig())
