@@ -65,6 +65,8 @@ class ModelConfig:
     word_vectors: str | None = None  # GloVe-format text file (optionally .gz)
     char_vectors: str | None = None  # character n-gram vectors file
     embedding_dim: int = 200  # trainable embedding size when no vector files are given
+    # trained embeddings start as N(0, std^2); small, so that they learn fast (train/layers.py WordEmbedding)
+    embedding_init_std: float = 0.01
     # training only: each context/question token is read as UNK with this probability (word dropout,
     # Iyyer et al. 2015); pointer targets keep the real token. Not in the paper; 0 = the paper.
     word_dropout: float = 0.0

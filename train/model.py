@@ -113,6 +113,8 @@ class MQAN(nn.Module):
             raise ValueError(f"model.variant {cfg.variant!r} unknown; choose one of {', '.join(VARIANTS)}")
         if cfg.dimension % 2:
             raise ValueError(f"model.dimension must be even (BiLSTM halves), got {cfg.dimension}")
+        if cfg.embedding_init_std <= 0:
+            raise ValueError(f"model.embedding_init_std must be > 0, got {cfg.embedding_init_std}")
         if not 0.0 <= cfg.word_dropout < 1.0:
             raise ValueError(f"model.word_dropout must be in [0, 1), got {cfg.word_dropout}")
         self.cfg, self.vocab, self.arch = cfg, vocab, VARIANTS[cfg.variant]
@@ -120,7 +122,8 @@ class MQAN(nn.Module):
         head_dim = cfg.head_dim or d
         self.generative_size = vocab.generative_size
         # trained embeddings only for the generative vocabulary; rarer tokens share the UNK row
-        self.embed = WordEmbedding(len(vocab), cfg.embedding_dim, embeddings, self.generative_size)
+        self.embed = WordEmbedding(len(vocab), cfg.embedding_dim, embeddings, self.generative_size,
+                                   cfg.embedding_init_std)
         self.drop = nn.Dropout(p)
         self.enc_proj = nn.Linear(self.embed.dim, d)  # W1, Eq. 15
         self.dec_proj = nn.Linear(self.embed.dim, d)  # W2, Eq. 2

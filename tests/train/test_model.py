@@ -235,13 +235,25 @@ def test_bad_config_is_rejected():
         build_model(tiny_cfg(dimension=15), VOCAB)
     with pytest.raises(ValueError, match="word_dropout"):
         build_model(tiny_cfg(word_dropout=1.0), VOCAB)
+    with pytest.raises(ValueError, match="embedding_init_std"):
+        build_model(tiny_cfg(embedding_init_std=0.0), VOCAB)
+
+
+def test_trained_embeddings_start_at_the_configured_scale():
+    torch.manual_seed(0)
+    big = build_model(tiny_cfg(embedding_dim=64, embedding_init_std=1.0), VOCAB).embed.weight
+    torch.manual_seed(0)
+    small = build_model(tiny_cfg(embedding_dim=64, embedding_init_std=0.01), VOCAB).embed.weight
+    assert float(small.std()) == pytest.approx(0.01, rel=0.1)
+    assert torch.allclose(small * 100, big)
 
 
 @pytest.mark.parametrize("variant", ["s2s", "mqan"])
 def test_word_dropout_reads_inputs_as_unk_in_training_only(variant):
     rows = random_rows(6, seed=3)
     batch = collate(rows, VOCAB)
-    plain, dropped = tiny_model(variant, dropout=0.0), tiny_model(variant, dropout=0.0, word_dropout=0.5)
+    plain = tiny_model(variant, dropout=0.0, embedding_init_std=1.0)
+    dropped = tiny_model(variant, dropout=0.0, word_dropout=0.5, embedding_init_std=1.0)
     dropped.load_state_dict(plain.state_dict())
     with torch.no_grad():
         plain.eval(), dropped.eval()
