@@ -100,6 +100,7 @@ class TrainConfig:
     eps: float = 1e-9
     grad_clip: float = 1.0  # max gradient norm; 0 disables clipping
     weight_decay: float = 0.0  # decoupled (AdamW) weight decay; 0 = Adam as in the paper
+    ema_decay: float = 0.0  # validate and keep an exponential moving average of the weights; 0 = off (paper)
     val_every: int = 1000  # 0: validate only at the end
     save_every: int = 1000  # 0: checkpoint only at the end
     log_every: int = 100

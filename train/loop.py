@@ -12,6 +12,8 @@ Every `save_every` iterations (and at the end) a checkpoint goes through `ray.tr
 writes model, optimizer, scheduler, iteration, schedule position and best score (state.pt), and every
 rank writes its data-order state and RNG states (rank<r>.pt). On a restart, `ray.train.get_checkpoint()`
 gives the merged directory and training continues exactly where it stopped.
+With `train.ema_decay`, every worker also keeps a moving average of the weights (in the checkpoint too);
+validation and the best model use the average.
 With `train.max_minutes`, the workers agree at each log step whether the time is up and then stop
 together (final validation and checkpoint included).
 """
@@ -32,7 +34,7 @@ import torch
 
 from deca.config import Params, from_dict
 from train.data import MultiTaskData, read_share, validation_batches
-from train.optim import build_optimizer, build_scheduler, clip_gradients
+from train.optim import WeightAverage, build_optimizer, build_scheduler, clip_gradients
 from train.schedule import Position, from_config
 
 log = logging.getLogger(__name__)
@@ -195,6 +197,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     core = unwrap(model)
     optimizer = build_optimizer(core.parameters(), tc)
     scheduler = build_scheduler(optimizer, tc)
+    average = WeightAverage(core, tc.ema_decay) if tc.ema_decay else None
     schedule = from_config(tc, tasks)
     data = MultiTaskData(config["processed_dir"], schedule.tasks, max(1, tc.token_budget // world), tc.seed,
                          rank, world, tc.pool_batches, columns=TRAIN_COLUMNS)
@@ -220,6 +223,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         core.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
+        if average is not None:
+            average.load_state_dict(state["average"])
         iteration, best_score, best_iteration = state["iteration"], state["best_score"], state["best_iteration"]
         if state["position"] != schedule.position(iteration).to_dict():
             log.warning("the schedule changed since the checkpoint: continuing at %s", schedule.position(iteration))
@@ -254,7 +259,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                             "scheduler": scheduler.state_dict(), "iteration": iteration,
                             "position": schedule.position(iteration).to_dict(), "best_score": best_score,
                             "best_iteration": best_iteration, "world_size": world,
-                            "vocab_fingerprint": vocab.fingerprint, "tasks": tasks}, Path(tmp) / "state.pt")
+                            "vocab_fingerprint": vocab.fingerprint, "tasks": tasks,
+                            "average": average.state_dict() if average else None}, Path(tmp) / "state.pt")
             torch.save({"data": data.state_dict(), "rng": rng_state()}, Path(tmp) / f"rank{rank}.pt")
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp),
                              checkpoint_dir_name=f"checkpoint_{iteration:08d}")
@@ -263,14 +269,20 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     def validate() -> dict[str, float]:
         nonlocal best_score, best_iteration, last_val
         progress.push(force=True, iteration=iteration, total=tc.iterations, event="validating")
-        results = validator.run(model, device)
-        last_val = iteration
-        if rank != 0:
-            return {}
-        metrics, score = validation_metrics(results)
-        if best_score is None or score > best_score:
-            best_score, best_iteration = score, iteration
-            save_best(run_dir, model, params, {"iteration": iteration, "score": score, "results": results})
+        if average is not None:
+            average.swap()  # validate (and keep as best) the averaged weights
+        try:
+            results = validator.run(model, device)
+            last_val = iteration
+            if rank != 0:
+                return {}
+            metrics, score = validation_metrics(results)
+            if best_score is None or score > best_score:
+                best_score, best_iteration = score, iteration
+                save_best(run_dir, model, params, {"iteration": iteration, "score": score, "results": results})
+        finally:
+            if average is not None:
+                average.swap()
         metrics["val/best_score"] = best_score
         logger.metrics(metrics, iteration)
         return metrics
@@ -294,6 +306,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         lr = optimizer.param_groups[0]["lr"]
         optimizer.step()
         scheduler.step()
+        if average is not None:
+            average.update()
         iteration += 1
         last_loss = float(loss.detach())
         acc[position.task][0] += last_loss * n_local

@@ -51,6 +51,41 @@ def build_scheduler(optimizer: torch.optim.Optimizer, train_cfg) -> torch.optim.
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda n: lr_factor(n + 1, warmup))
 
 
+class WeightAverage:
+    """Exponential moving average of the trainable weights: avg <- decay * avg + (1 - decay) * w after each
+    optimizer step (not in the paper; `train.ema_decay`). Validation, the best checkpoint and `deca
+    evaluate` then use the average, which smooths the step-to-step noise of a small task."""
+
+    def __init__(self, model: torch.nn.Module, decay: float):
+        if not 0.0 < decay < 1.0:
+            raise ValueError(f"train.ema_decay must be in (0, 1) (0 disables the average), got {decay}")
+        self.decay = decay
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.average = [p.detach().clone() for p in self.params]
+
+    @torch.no_grad()
+    def update(self) -> None:
+        torch._foreach_lerp_(self.average, [p.detach() for p in self.params], 1.0 - self.decay)
+
+    @torch.no_grad()
+    def swap(self) -> None:
+        """Exchange the live weights and the average (call twice to restore)."""
+        for p, a in zip(self.params, self.average):
+            tmp = p.detach().clone()
+            p.copy_(a)
+            a.copy_(tmp)
+
+    def state_dict(self) -> dict:
+        return {"decay": self.decay, "average": [a.clone() for a in self.average]}
+
+    def load_state_dict(self, state: dict) -> None:
+        if len(state["average"]) != len(self.average):
+            raise ValueError("the checkpoint's weight average does not match this model")
+        with torch.no_grad():
+            for a, s in zip(self.average, state["average"]):
+                a.copy_(s)
+
+
 def clip_gradients(parameters: Iterable[torch.nn.Parameter], max_norm: float) -> float:
     """Clip the global gradient norm to `max_norm` (0 or less: no clipping); returns the norm before."""
     params = [p for p in parameters if p.grad is not None]

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from deca.config import TrainConfig
-from train.optim import build_optimizer, build_scheduler, clip_gradients, lr_factor
+from train.optim import WeightAverage, build_optimizer, build_scheduler, clip_gradients, lr_factor
 
 torch.set_num_threads(1)
 
@@ -73,3 +73,28 @@ def test_clip_gradients():
     p.grad = torch.full((4,), 3.0)
     assert clip_gradients([p], 0) == pytest.approx(6.0)
     assert torch.linalg.vector_norm(p.grad).item() == pytest.approx(6.0)
+
+
+def test_weight_average_updates_swaps_and_round_trips():
+    model = torch.nn.Linear(2, 1, bias=False)
+    frozen = torch.nn.Parameter(torch.ones(1), requires_grad=False)
+    model.register_parameter("frozen", frozen)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+    avg = WeightAverage(model, 0.9)
+    assert len(avg.average) == 1  # frozen parameters are not averaged
+    for value in (2.0, 3.0):
+        with torch.no_grad():
+            model.weight.fill_(value)
+        avg.update()
+    expected = 0.9 * (0.9 * 1.0 + 0.1 * 2.0) + 0.1 * 3.0
+    assert avg.average[0].flatten().tolist() == pytest.approx([expected, expected])
+    avg.swap()
+    assert model.weight.flatten().tolist() == pytest.approx([expected, expected])
+    avg.swap()
+    assert model.weight.tolist() == [[3.0, 3.0]]
+    other = WeightAverage(model, 0.9)
+    other.load_state_dict(avg.state_dict())
+    assert torch.equal(other.average[0], avg.average[0])
+    with pytest.raises(ValueError, match="ema_decay"):
+        WeightAverage(model, 1.0)

@@ -59,7 +59,7 @@ def base(mini_data, tmp_path_factory):
     params.train = TrainConfig(
         tasks=TASKS, strategy="custom", phases=[{"name": "warm", "tasks": ["sst"], "iterations": 4}],
         iterations=ITERATIONS, token_budget=800, lr=1e-2, warmup=4, val_every=8, save_every=4, log_every=1,
-        val_batch_size=8, num_workers=1, cpus_per_worker=1.0, seed=7, max_failures=1,
+        val_batch_size=8, num_workers=1, cpus_per_worker=1.0, seed=7, max_failures=1, ema_decay=0.9,
         storage_dir=str(root / "checkpoints"), experiment="test")
     return params, root
 
@@ -76,8 +76,12 @@ def run(params, root, monkeypatch, name, resume=False, fail_at=None, **train):
     return fit(p, run_name=name, resume=resume, progress=False, project=root)
 
 
+def final_state(outcome):
+    return torch.load(os.path.join(outcome.checkpoint, "state.pt"), map_location="cpu", weights_only=False)
+
+
 def final_weights(outcome):
-    state = torch.load(os.path.join(outcome.checkpoint, "state.pt"), map_location="cpu", weights_only=False)
+    state = final_state(outcome)
     return state["iteration"], state["model"]
 
 
@@ -161,6 +165,10 @@ def test_stopped_and_resumed_run_reaches_the_same_weights(runs):
     assert b.keys() == c.keys()
     different = [k for k in b if not torch.equal(b[k], c[k])]
     assert not different, different
+    # the weight average (train.ema_decay) resumes too, and differs from the live weights
+    avg_b, avg_c = final_state(out["B"])["average"]["average"], final_state(out["C2"])["average"]["average"]
+    assert len(avg_b) == len(avg_c) > 0 and all(torch.equal(x, y) for x, y in zip(avg_b, avg_c))
+    assert not all(torch.equal(x, y) for x, y in zip(avg_b, [v for v in b.values() if v.is_floating_point()]))
     assert loss_curve(out["C2"]) == loss_curve(out["B"])
 
 
