@@ -48,6 +48,9 @@ def main() -> None:
     ap.add_argument("--workdir", default=str(ROOT / "checkpoints" / "readme-experiment"))
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--overlay", action="append", default=[], metavar="FILE",
+                    help="partial params file applied before --set (e.g. infra/params/from_scratch.yaml)")
+    ap.add_argument("--report", default="report-multitask.json", help="report file name in the workdir")
     args = ap.parse_args()
 
     from train.cli import parse_overrides
@@ -57,12 +60,13 @@ def main() -> None:
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir / 'mlflow.db'}")
     processed, vocab = ex.prepare(workdir)
     overrides = {"train.val_every": 50, "train.save_every": 200, "train.log_every": 10,
-                 "train.num_workers": 2, "train.cpus_per_worker": 1.0, **parse_overrides(args.overrides)}
+                 "train.num_workers": 2, "train.cpus_per_worker": 1.0, **ex.overlay_overrides(args.overlay),
+                 **parse_overrides(args.overrides)}
     params = load_params(args.params, overrides=overrides)
     params = dataclasses.replace(params, data=dataclasses.replace(
         params.data, processed_dir=str(processed), vocab_path=str(vocab)))
 
-    out_path = workdir / "report-multitask.json"
+    out_path = workdir / args.report
     report = json.loads(out_path.read_text()) if out_path.exists() else {}
     report.setdefault("runs", {})
     if not args.skip_joint:

@@ -23,9 +23,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def sst_plot(report: dict, out: Path, stopped: dict | None = None) -> None:
-    """The single-task SST curve: EM against iteration (left) and minutes (right); `stopped` = an abandoned
-    run (report-sst-stopped.json: {"label", "curve"}) drawn dashed for comparison."""
+def sst_plot(report: dict, out: Path, others: list[dict] | None = None) -> None:
+    """The single-task SST curve: EM against iteration (left) and minutes (right); `others` = earlier runs
+    ({"label", "curve"}, e.g. report-sst-previous.json) drawn dashed for comparison."""
     curve = report["curve"]
     its, mins, em = zip(*curve)
     with open(out / "sst_single_task.csv", "w", newline="", encoding="utf-8") as f:
@@ -41,17 +41,17 @@ def sst_plot(report: dict, out: Path, stopped: dict | None = None) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, x, label in ((axes[0], its, "iteration"), (axes[1], mins, "minutes of training (2 CPU workers)")):
         ax.plot(x, em, marker="o", ms=3, label=report.get("label", "MQAN single-task"))
-        if stopped:
-            sx = [p[0] for p in stopped["curve"]] if x is its else [p[1] for p in stopped["curve"]]
-            ax.plot(sx, [p[2] for p in stopped["curve"]], ls="--", marker="x", ms=3, color="tab:red",
-                    label=stopped["label"])
+        for other, color in zip(others or [], ("tab:red", "tab:purple", "tab:brown")):
+            sx = [p[0] for p in other["curve"]] if x is its else [p[1] for p in other["curve"]]
+            ax.plot(sx, [p[2] for p in other["curve"]], ls="--", marker="x", ms=3, color=color, label=other["label"])
         ax.axhline(80, color="grey", ls="--", lw=1, label="target 80")
         ax.axhline(88.5, color="green", ls=":", lw=1, label="paper single-task (GloVe) 88.5")
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("SST validation EM")
     axes[0].legend(loc="lower right", fontsize=8)
-    fig.suptitle("MQAN single-task on real SST (d=200, trained embeddings)")
+    m = report["model"]
+    fig.suptitle(f"MQAN single-task on real SST (d={m['dimension']}, embeddings learned from SST)")
     fig.tight_layout()
     fig.savefig(out / "sst_single_task.png", dpi=110)
     plt.close(fig)
@@ -88,15 +88,21 @@ def main() -> None:
     ap.add_argument("--workdir", default=str(ROOT / "checkpoints" / "readme-experiment"))
     ap.add_argument("--out", default=str(ROOT / "docs" / "results"))
     ap.add_argument("--sst-label", default="MQAN single-task", help="legend of the SST run")
+    ap.add_argument("--compare", action="append", default=[], metavar="REPORT=LABEL",
+                    help="an earlier SST report in the workdir drawn dashed, e.g. report-sst-previous.json=\"d=200\"")
+    ap.add_argument("--multitask-report", default="report-multitask.json", help="report file name in the workdir")
     args = ap.parse_args()
     work, out = Path(args.workdir), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sst = json.loads((work / "report-sst.json").read_text()) if (work / "report-sst.json").exists() else None
-    stopped = work / "report-sst-stopped.json"
+    others = []
+    for spec in args.compare:
+        name, _, label = spec.partition("=")
+        others.append(json.loads((work / name).read_text()) | ({"label": label} if label else {}))
     if sst:
-        sst_plot(sst | {"label": args.sst_label}, out, json.loads(stopped.read_text()) if stopped.exists() else None)
-    if (work / "report-multitask.json").exists():
-        multitask_plot(json.loads((work / "report-multitask.json").read_text()), sst, out)
+        sst_plot(sst | {"label": args.sst_label}, out, others)
+    if (work / args.multitask_report).exists():
+        multitask_plot(json.loads((work / args.multitask_report).read_text()), sst, out)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ the four training sets, shared by every run), into --workdir. Runs are tracked i
     .venv/bin/python bench/experiment_sst.py sst --minutes 30
     .venv/bin/python bench/experiment_sst.py multitask --minutes 30
     .venv/bin/python bench/experiment_sst.py sst --minutes 2 --set model.dimension=64   # a smoke run
+    .venv/bin/python bench/experiment_sst.py sst --minutes 28 --overlay infra/params/from_scratch.yaml
 """
 from __future__ import annotations
 
@@ -46,6 +47,28 @@ def prepare(workdir: Path) -> tuple[Path, Path]:
         subprocess.run([*deca, "prepare", "--vocab", str(vocab), "--tasks", *TASKS, "--out", str(processed)],
                        check=True, cwd=ROOT)
     return processed, vocab
+
+
+def overlay_overrides(paths: list[str]) -> dict:
+    """Dotted overrides ({"model.dimension": 128, ...}) from partial params files such as
+    infra/params/from_scratch.yaml; later files win. Mappings are flattened down to their leaves."""
+    import yaml
+
+    out: dict = {}
+
+    def flatten(node, prefix: str) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict) and value and not prefix.endswith("task_options."):
+                flatten(value, f"{prefix}{key}.")
+            else:
+                out[f"{prefix}{key}"] = value
+
+    for path in paths:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise SystemExit(f"{path}: expected a mapping of params sections")
+        flatten(data, "")
+    return out
 
 
 def train_run(params, name: str, tasks: list[str], strategy: str, minutes: float, workdir: Path):
@@ -84,6 +107,8 @@ def main() -> None:
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="parameter override as for `deca train` (e.g. train.val_every=50)")
+    ap.add_argument("--overlay", action="append", default=[], metavar="FILE",
+                    help="partial params file applied before --set (e.g. infra/params/from_scratch.yaml)")
     args = ap.parse_args()
     if not SHARED.is_dir():
         sys.exit(f"real corpora not found at {SHARED}")
@@ -95,12 +120,15 @@ def main() -> None:
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir / 'mlflow.db'}")
     processed, vocab = prepare(workdir)
     overrides = {"train.val_every": 50, "train.save_every": 200, "train.log_every": 10,
-                 "train.num_workers": 2, "train.cpus_per_worker": 1.0, **parse_overrides(args.overrides)}
+                 "train.num_workers": 2, "train.cpus_per_worker": 1.0, **overlay_overrides(args.overlay),
+                 **parse_overrides(args.overrides)}
     params = load_params(args.params, overrides=overrides)
     params = dataclasses.replace(params, data=dataclasses.replace(
         params.data, processed_dir=str(processed), vocab_path=str(vocab)))
 
-    report: dict = {"stage": args.stage, "minutes": args.minutes, "model": dataclasses.asdict(params.model)}
+    report: dict = {"stage": args.stage, "minutes": args.minutes, "model": dataclasses.asdict(params.model),
+                    "train": {k: v for k, v in dataclasses.asdict(params.train).items()
+                              if k in ("lr", "warmup", "token_budget", "weight_decay", "ema_decay", "num_workers")}}
     if args.stage == "sst":
         out = train_run(params, "sst-single", ["sst"], "single_task", args.minutes, workdir)
         points = curve(out, "sst")

@@ -67,6 +67,10 @@ class ModelConfig:
     embedding_dim: int = 200  # trainable embedding size when no vector files are given
     # trained embeddings start as N(0, std^2); small, so that they learn fast (train/layers.py WordEmbedding)
     embedding_init_std: float = 0.01
+    # trained character n-gram vectors (2/3/4-grams hashed into buckets), concatenated to the trained word
+    # vectors: the trainable counterpart of char_vectors; 0 = none (the paper's setting reads char_vectors)
+    char_ngram_dim: int = 0
+    char_ngram_buckets: int = 20000
     # training only: each context/question token is read as UNK with this probability (word dropout,
     # Iyyer et al. 2015); pointer targets keep the real token. Not in the paper; 0 = the paper.
     word_dropout: float = 0.0

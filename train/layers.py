@@ -219,12 +219,21 @@ class WordEmbedding(nn.Module):
     Trained vectors start small (N(0, init_std^2)): Adam moves every coordinate by about the learning rate
     per step, so from N(0, 1) the vectors stay near their random start for hundreds of steps and
     the model sits at the constant answer; from 0.01 the learned direction dominates within a few steps.
+
+    `char_dim` > 0 (trained vectors only) concatenates trained character n-gram vectors, the trainable
+    counterpart of the paper's char n-gram vectors: the mean of the vectors of the token's 2-, 3- and
+    4-grams (JMT keys over ``token.strip()``, hashed into `char_buckets` rows). Every token of the full
+    vocabulary `itos` gets them, also those past the generative vocabulary that share the UNK word vector.
     """
 
     def __init__(self, num: int, dim: int, table: torch.Tensor | None = None, trained_rows: int | None = None,
-                 init_std: float = 0.01):
+                 init_std: float = 0.01, char_dim: int = 0, char_buckets: int = 0, itos=None):
         super().__init__()
+        self.char = None
         if table is not None:
+            if char_dim:
+                raise ValueError("trained character n-gram vectors (model.char_ngram_dim) go with trained word "
+                                 "vectors only; with vector files use model.char_vectors")
             if table.dim() != 2 or table.shape[0] != num:
                 raise ValueError(f"embedding table must be [{num}, D] (one row per vocabulary token), "
                                  f"got {list(table.shape)}")
@@ -237,7 +246,12 @@ class WordEmbedding(nn.Module):
             self.table = None
             self.weight = nn.Parameter(torch.randn(min(num, trained_rows or num), dim) * init_std)
             self.fingerprint = None
-        self.dim = (table if table is not None else self.weight).shape[1]
+            if char_dim:
+                if itos is None or len(itos) != num or char_buckets < 1:
+                    raise ValueError("character n-gram vectors need the vocabulary and char_buckets >= 1")
+                self.register_buffer("grams", hashed_ngrams(itos, char_buckets), persistent=False)  # [num, G]
+                self.char = nn.Parameter(torch.randn(char_buckets + 1, char_dim) * init_std)
+        self.dim = (table if table is not None else self.weight).shape[1] + (char_dim if self.char is not None else 0)
 
     @property
     def frozen(self) -> bool:
@@ -246,4 +260,22 @@ class WordEmbedding(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         if self.table is not None:
             return F.embedding(ids, self.table)
-        return F.embedding(ids.masked_fill(ids >= self.weight.shape[0], 0), self.weight)
+        words = F.embedding(ids.masked_fill(ids >= self.weight.shape[0], 0), self.weight)
+        if self.char is None:
+            return words
+        pad = self.char.shape[0] - 1
+        chars = F.embedding_bag(self.grams[ids.reshape(-1)], self.char, mode="mean", padding_idx=pad)
+        return torch.cat([words, chars.view(*ids.shape, -1)], -1)
+
+
+def hashed_ngrams(itos, buckets: int, max_grams: int = 48) -> torch.Tensor:
+    """[len(itos), G] bucket ids (crc32 of each JMT n-gram key mod `buckets`) of every token's 2/3/4-grams,
+    padded with `buckets`; a token's first `max_grams` n-grams only (2-grams first, so very long tokens
+    keep their prefix/suffix pairs)."""
+    import zlib
+
+    from train.embeddings import char_ngrams
+
+    rows = [[zlib.crc32(k.encode("utf-8")) % buckets for k in char_ngrams(t.strip())][:max_grams] for t in itos]
+    width = max(1, max(map(len, rows), default=1))
+    return torch.tensor([r + [buckets] * (width - len(r)) for r in rows], dtype=torch.long)

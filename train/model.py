@@ -123,7 +123,7 @@ class MQAN(nn.Module):
         self.generative_size = vocab.generative_size
         # trained embeddings only for the generative vocabulary; rarer tokens share the UNK row
         self.embed = WordEmbedding(len(vocab), cfg.embedding_dim, embeddings, self.generative_size,
-                                   cfg.embedding_init_std)
+                                   cfg.embedding_init_std, cfg.char_ngram_dim, cfg.char_ngram_buckets, vocab.itos)
         self.drop = nn.Dropout(p)
         self.enc_proj = nn.Linear(self.embed.dim, d)  # W1, Eq. 15
         self.dec_proj = nn.Linear(self.embed.dim, d)  # W2, Eq. 2

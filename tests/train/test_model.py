@@ -239,6 +239,27 @@ def test_bad_config_is_rejected():
         build_model(tiny_cfg(embedding_init_std=0.0), VOCAB)
 
 
+def test_trained_char_ngram_vectors_tell_rare_tokens_apart():
+    model = tiny_model("mqan", char_ngram_dim=6, char_ngram_buckets=64)
+    emb = model.embed
+    assert emb.dim == 8 + 6 and model.enc_proj.in_features == 14
+    ids = torch.tensor([[VOCAB.stoi[" x1 "], VOCAB.stoi[" x2 "], 0]])  # two tokens past the generative vocab, UNK
+    out = emb(ids)[0]
+    assert torch.equal(out[0, :8], out[1, :8]) and torch.equal(out[0, :8], out[2, :8])  # shared UNK word vector
+    assert not torch.equal(out[0, 8:], out[1, 8:])  # their n-grams differ
+    # the char part is the mean over the token's hashed 2/3/4-grams (padding excluded)
+    grams = [g for g in emb.grams[VOCAB.stoi[" x1 "]].tolist() if g != 64]
+    assert len(grams) == 3 + 2 + 1  # "#BEGIN#", "x", "1", "#END#": three 2-grams, two 3-grams, one 4-gram
+    assert torch.allclose(out[0, 8:], emb.char[grams].mean(0))
+    batch = collate(random_rows(6), VOCAB)
+    model(batch).backward()
+    assert emb.char.grad is not None and emb.char.grad.abs().sum() > 0
+    state = model.state_dict()
+    assert "embed.grams" not in state and "embed.char" in state  # rebuilt from the vocabulary, not saved
+    with pytest.raises(ValueError, match="char_ngram_dim"):
+        build_model(tiny_cfg(char_ngram_dim=6), VOCAB, embeddings=torch.zeros(len(VOCAB), 4))
+
+
 def test_trained_embeddings_start_at_the_configured_scale():
     torch.manual_seed(0)
     big = build_model(tiny_cfg(embedding_dim=64, embedding_init_std=1.0), VOCAB).embed.weight
