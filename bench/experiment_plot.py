@@ -49,6 +49,7 @@ def sst_plot(report: dict, out: Path, others: list[dict] | None = None) -> None:
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("SST validation EM")
+    axes[0].set_ylim(40, 92)  # an averaged model's first validation (near 0) is off the chart
     axes[0].legend(loc="lower right", fontsize=8)
     m = report["model"]
     fig.suptitle(f"MQAN single-task on real SST (d={m['dimension']}, embeddings learned from SST)")
