@@ -51,24 +51,13 @@ def prepare(workdir: Path) -> tuple[Path, Path]:
 
 def overlay_overrides(paths: list[str]) -> dict:
     """Dotted overrides ({"model.dimension": 128, ...}) from partial params files such as
-    infra/params/from_scratch.yaml; later files win. Mappings are flattened down to their leaves."""
-    import yaml
+    infra/params/from_scratch.yaml (read and merged as `python -m infra.overlay` does; later files win)."""
+    from infra.overlay import leaves, load_overlay, merge
 
-    out: dict = {}
-
-    def flatten(node, prefix: str) -> None:
-        for key, value in node.items():
-            if isinstance(value, dict) and value and not prefix.endswith("task_options."):
-                flatten(value, f"{prefix}{key}.")
-            else:
-                out[f"{prefix}{key}"] = value
-
+    combined: dict = {}
     for path in paths:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise SystemExit(f"{path}: expected a mapping of params sections")
-        flatten(data, "")
-    return out
+        combined = merge(combined, load_overlay(path))
+    return dict(leaves(combined))
 
 
 def train_run(params, name: str, tasks: list[str], strategy: str, minutes: float, workdir: Path):

@@ -32,7 +32,7 @@ def build_optimizer(parameters: Iterable[torch.nn.Parameter], train_cfg) -> torc
     params = [p for p in parameters if p.requires_grad]
     if len(train_cfg.betas) != 2:
         raise ValueError(f"train.betas: expected two numbers, got {train_cfg.betas}")
-    decay = getattr(train_cfg, "weight_decay", 0.0)
+    decay = train_cfg.weight_decay
     if decay < 0:
         raise ValueError(f"train.weight_decay must be >= 0, got {decay}")
     if decay > 0:
