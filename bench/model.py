@@ -31,6 +31,7 @@ from deca.config import ModelConfig  # noqa: E402
 from deca.text import normalize_space, tokenize  # noqa: E402
 from train.batch import collate  # noqa: E402
 from train.model import build_model, count_parameters  # noqa: E402
+from train.vectors import VectorSource  # noqa: E402
 from train.vocab import EOS_ID, Vocab  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "corpora"
@@ -121,7 +122,7 @@ def bench_train(model, batches, vocab, steps: int, warmup: int) -> dict:
             examples += b.size
             tokens += b.answer_tokens
             ctx.append(float(b.context.lengths.float().mean()))
-            ctx_pad.append(b.context.ids.shape[1])
+            ctx_pad.append(b.context.ext.shape[1])
     t = sum(times)
     return {"s/step": t / len(times), "examples/s": examples / t, "answer tok/s": tokens / t,
             "examples/batch": examples / len(times), "ctx mean": sum(ctx) / len(ctx),
@@ -135,7 +136,7 @@ def bench_decode(model, rows, vocab, steps: int, incremental: bool) -> tuple[dic
     t = time.perf_counter() - t0
     return {"s/step": t, "examples/s": b.size / t, "answer tok/s": b.size * out.ids.shape[1] / t,
             "examples/batch": b.size, "ctx mean": float(b.context.lengths.float().mean()),
-            "ctx padded": b.context.ids.shape[1], "peak RSS GB": peak_rss_gb()}, out.tokens
+            "ctx padded": b.context.ext.shape[1], "peak RSS GB": peak_rss_gb()}, out.tokens
 
 
 def main(argv=None) -> int:
@@ -162,8 +163,11 @@ def main(argv=None) -> int:
     decode_rows = {"sst": middle(read_task("sst", "validation", args.raw, 10**6, args.seed), args.decode_batch),
                    "squad": middle(data["squad"], args.decode_batch)}
     vocab = make_vocab([r for rows in data.values() for r in rows], 50000)
-    cfg = ModelConfig(variant=args.variant, head_dim=args.head_dim)
-    model = build_model(cfg, vocab, embeddings=torch.randn(len(vocab), 400))
+    cfg = ModelConfig(variant=args.variant, head_dim=args.head_dim, word_vectors=None, char_ngram_dim=0,
+                      embedding_dim=0)
+    vectors = VectorSource.from_arrays("random-400", [t.strip() for t in vocab.itos],
+                                       torch.randn(len(vocab), 400).numpy())
+    model = build_model(cfg, vocab, word_vectors=vectors)
     print(f"{cfg.variant}: {count_parameters(model):,} trainable parameters; generative vocabulary "
           f"{vocab.generative_size:,}; {args.threads} threads", flush=True)
 

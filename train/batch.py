@@ -1,20 +1,22 @@
 """From processed rows to padded tensors, with the extended (pointer) vocabulary of the batch.
 
-Every sequence is kept twice: *full* ids index the input embeddings (any token of data/vocab.txt;
-UNK for a token outside it), *extended* ids are what the decoder outputs and points to. A token in
-the generative vocabulary keeps its id; any other context or question token gets a batch-local id
-``generative_size + k`` (k in order of first appearance: examples in order, context then question),
-so that it can be copied and mapped back to its string (`Batch.oov_tokens`).
+Every token is identified by its *extended* id: a token of the generative vocabulary keeps its id; any
+other token gets a batch-local id ``generative_size + k`` (k in order of first appearance: examples in
+order, context, question, then answer), and `Batch.oov_tokens` keeps its string. The model computes a
+token's input features from that string (train/inputs.py), so a token outside data/vocab.txt keeps its
+identity at the input; extended ids are also what the decoder outputs and points to.
 
-Answer targets are extended ids: a generative token keeps its id; a token outside the generative
-vocabulary that occurs in *this example's* context or question takes its batch-local id; anything
-else is UNK (the original gave it an OOV slot of probability ~1e-10, or a batch-local id that only
-another example could point to, which gives an unbounded loss; the pointer-generator convention is
-UNK). Decoder inputs are full ids: ``<init> a1 .. an``; targets ``a1 .. an <eos>``.
+Answer targets: a generative token keeps its id; a token outside the generative vocabulary that occurs in
+*this example's* context or question takes its batch-local id; anything else is UNK (the original gave it
+an OOV slot of probability ~1e-10, or a batch-local id that only another example could point to, which
+gives an unbounded loss; the pointer-generator convention is UNK). Decoder inputs are the extended ids of
+``<init> a1 .. an`` (an answer-only token keeps its string there too); targets ``a1 .. an <eos>``.
 
 For the S2S and +SAtt baselines the batch also holds the original's concatenation
 ``tokenize("Context:") + context + tokenize("Question:") + question``. An empty sequence is encoded
-as one <pad> token (mask True) so that every attention has something to attend to.
+as one <pad> token (mask True) so that every attention has something to attend to. `droppable` marks
+the context tokens, the only ones word dropout may hide (never the question: it carries the labels and
+candidates that the question pointer copies).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Any, Sequence
 
 import torch
 
-from deca.text import detokenize, tokenize
+from deca.text import tokenize
 from train.vocab import EOS, EOS_ID, INIT_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
 
 CONTEXT_SPECIAL = tuple(tokenize("Context:"))
@@ -32,15 +34,15 @@ QUESTION_SPECIAL = tuple(tokenize("Question:"))
 
 @dataclass
 class Sequences:
-    """One padded input field. ids/ext/mask: [B, L]; lengths: [B] (always on the CPU, for packing)."""
+    """One padded input field. ext/mask/droppable: [B, L]; lengths: [B] (always on the CPU, for packing)."""
 
-    ids: torch.Tensor  # [B, L] long, full-vocabulary ids (PAD_ID at padding)
     ext: torch.Tensor  # [B, L] long, extended ids (PAD_ID at padding)
     mask: torch.Tensor  # [B, L] bool, True at real tokens
     lengths: torch.Tensor  # [B] long, on the CPU
+    droppable: torch.Tensor  # [B, L] bool, True at context tokens (word dropout may hide them)
 
     def to(self, device) -> "Sequences":
-        return Sequences(self.ids.to(device), self.ext.to(device), self.mask.to(device), self.lengths)
+        return Sequences(self.ext.to(device), self.mask.to(device), self.lengths, self.droppable.to(device))
 
 
 @dataclass
@@ -50,11 +52,10 @@ class Batch:
     context: Sequences
     question: Sequences
     context_question: Sequences  # concatenation, for the s2s / satt baselines
-    answer_inputs: torch.Tensor  # [B, T] long, full ids: <init> a1 .. an, then PAD_ID
+    answer_inputs: torch.Tensor  # [B, T] long, extended ids: <init> a1 .. an, then PAD_ID
     answer_targets: torch.Tensor  # [B, T] long, extended ids: a1 .. an <eos>, then PAD_ID
     answer_mask: torch.Tensor  # [B, T] bool
     oov_tokens: list[str]  # extended id generative_size + k  <->  oov_tokens[k]
-    oov_full_ids: torch.Tensor  # [n_oov] long, full-vocabulary id of each oov token (UNK_ID if none)
     generative_size: int
     ids: list[Any]  # example ids
     tasks: list[Any]
@@ -78,14 +79,6 @@ class Batch:
                 moved[f.name] = v.to(device)
         return replace(self, **moved)
 
-    def ext_to_full(self, ext: torch.Tensor) -> torch.Tensor:
-        """Extended ids -> full-vocabulary ids (for decoder inputs), same shape."""
-        oov = ext - self.generative_size
-        if len(self.oov_tokens) == 0:
-            return ext
-        mapped = self.oov_full_ids.to(ext.device)[oov.clamp(0, len(self.oov_tokens) - 1)]
-        return torch.where(oov >= 0, mapped, ext)
-
     def ext_to_tokens(self, ext: Sequence[int], vocab: Vocab, stop_at_eos: bool = True) -> list[str]:
         """Strings of extended ids: cut at the first <eos>; <pad>/<init>/<eos> dropped (UNK kept)."""
         out = []
@@ -100,14 +93,21 @@ class Batch:
         return out
 
 
-def _pad(seqs: list[list[int]], value: int) -> torch.Tensor:
+def _pad(seqs: list[list[int]], value) -> torch.Tensor:
     width = max(len(s) for s in seqs)
-    return torch.tensor([s + [value] * (width - len(s)) for s in seqs], dtype=torch.long)
+    return torch.tensor([s + [value] * (width - len(s)) for s in seqs])
 
 
 def _tokens(row: dict, key: str) -> list[str]:
     value = row.get(key)
     return [] if value is None else list(value)
+
+
+def _sequences(ext: list[list[int]], droppable: list[list[bool]]) -> Sequences:
+    lengths = torch.tensor([len(s) for s in ext], dtype=torch.long)
+    ids = _pad(ext, PAD_ID).long()
+    mask = torch.arange(ids.shape[1])[None, :] < lengths[:, None]
+    return Sequences(ids, mask, lengths, _pad(droppable, False).bool())
 
 
 def collate(rows: list[dict], vocab: Vocab, device=None) -> Batch:
@@ -133,14 +133,13 @@ def collate(rows: list[dict], vocab: Vocab, device=None) -> Batch:
     for row in rows:
         c, q = _tokens(row, "context_tokens"), _tokens(row, "question_tokens")
         cq = [*CONTEXT_SPECIAL, *c, *QUESTION_SPECIAL, *q]
-        for name, toks in (("context", c), ("question", q), ("context_question", cq)):
-            full = [vocab.id(t) for t in toks] or [PAD_ID]
-            ext = [ext_id(t) for t in toks] or [PAD_ID]
-            fields_[name][0].append(full)
-            fields_[name][1].append(ext)
+        in_context = [False] * len(CONTEXT_SPECIAL) + [True] * len(c) + [False] * (len(QUESTION_SPECIAL) + len(q))
+        for name, toks, drop in (("context", c, [True] * len(c)), ("question", q, [False] * len(q)),
+                                 ("context_question", cq, in_context)):
+            fields_[name][0].append([ext_id(t) for t in toks] or [PAD_ID])
+            fields_[name][1].append(drop or [False])
         local = set(c) | set(q)
         a = _tokens(row, "answer_tokens")
-        ans_in.append([INIT_ID] + [vocab.id(t) for t in a])
         tgt = []
         for t in a:
             i = vocab.stoi.get(t)
@@ -150,33 +149,21 @@ def collate(rows: list[dict], vocab: Vocab, device=None) -> Batch:
                 tgt.append(oov[t])
             else:
                 tgt.append(UNK_ID)
+        ans_in.append([INIT_ID] + [ext_id(t) for t in a])
         ans_tgt.append(tgt + [EOS_ID])
 
-    seqs = {}
-    for name, (full, ext) in fields_.items():
-        lengths = torch.tensor([len(s) for s in full], dtype=torch.long)
-        ids = _pad(full, PAD_ID)
-        mask = torch.arange(ids.shape[1])[None, :] < lengths[:, None]
-        seqs[name] = Sequences(ids, _pad(ext, PAD_ID), mask, lengths)
-    targets = _pad(ans_tgt, PAD_ID)
+    seqs = {name: _sequences(ext, drop) for name, (ext, drop) in fields_.items()}
+    targets = _pad(ans_tgt, PAD_ID).long()
     answer_len = torch.tensor([len(t) for t in ans_tgt])
     answer_mask = torch.arange(targets.shape[1])[None, :] < answer_len[:, None]
-    oov_tokens = list(oov)
     batch = Batch(
         context=seqs["context"], question=seqs["question"], context_question=seqs["context_question"],
-        answer_inputs=_pad(ans_in, PAD_ID), answer_targets=targets, answer_mask=answer_mask,
-        oov_tokens=oov_tokens,
-        oov_full_ids=torch.tensor([vocab.id(t) for t in oov_tokens], dtype=torch.long),
-        generative_size=gen,
+        answer_inputs=_pad(ans_in, PAD_ID).long(), answer_targets=targets, answer_mask=answer_mask,
+        oov_tokens=list(oov), generative_size=gen,
         ids=[row.get("id") for row in rows], tasks=[row.get("task") for row in rows],
         answer_tokens=int(answer_len.sum()),
     )
     return batch.to(device) if device is not None else batch
 
 
-def detokenize_tokens(tokens: list[str]) -> str:
-    """Answer text of decoded tokens (revtok detokenization; the data is already lowercased)."""
-    return detokenize(tokens) if tokens else ""
-
-
-__all__ = ["Batch", "Sequences", "collate", "detokenize_tokens", "CONTEXT_SPECIAL", "QUESTION_SPECIAL", "EOS"]
+__all__ = ["Batch", "Sequences", "collate", "CONTEXT_SPECIAL", "QUESTION_SPECIAL", "EOS"]

@@ -1,9 +1,10 @@
-"""Model checkpoints: weights, model config and the vocabulary fingerprint in one torch file.
+"""Model checkpoints: weights, model config, the vocabulary fingerprint and the pre-trained vector
+sources (name + fingerprint) in one torch file.
 
 Loading uses ``torch.load(weights_only=True)`` (no pickled code runs) and refuses a vocabulary whose
-fingerprint differs from the one the model was trained with. A frozen embedding table is *not*
-stored (GloVe + char n-grams over a large vocabulary is over a gigabyte): it is rebuilt from the
-vector files named in the model config, or passed in, and must match the stored table fingerprint.
+fingerprint differs from the one the model was trained with. Pre-trained vectors are *not* stored (GloVe
+840B alone is 2.6 GB): they are reopened from the sources named in the model config (or passed in), and
+a source whose fingerprint differs from the recorded one is refused.
 Files are written to a temporary name and renamed, so a crash never leaves half a checkpoint.
 """
 from __future__ import annotations
@@ -17,10 +18,11 @@ import torch
 
 from deca.config import ModelConfig, from_dict
 from deca.errors import ConfigError, DataError
-from train.model import MQAN, build_model
+from train.model import MQAN, build_model, vector_sources
+from train.vectors import VectorSource
 from train.vocab import Vocab
 
-FORMAT = "deca-mqan/1"
+FORMAT = "deca-mqan/2"  # 2: inputs featurized from token strings, vector sources recorded
 
 
 def save_checkpoint(path: str | Path, model: MQAN, extra: dict[str, Any] | None = None) -> Path:
@@ -33,8 +35,7 @@ def save_checkpoint(path: str | Path, model: MQAN, extra: dict[str, Any] | None 
         "vocab_fingerprint": model.vocab.fingerprint,
         "vocab_size": len(model.vocab),
         "generative_size": model.generative_size,
-        "embedding": {"frozen": model.embed.frozen, "dim": model.embed.dim,
-                      "fingerprint": model.embed.fingerprint},
+        "vectors": vector_sources(model),
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "extra": extra or {},
     }
@@ -63,12 +64,13 @@ def read_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
     return payload
 
 
-def load_checkpoint(path: str | Path, vocab: Vocab, embeddings: torch.Tensor | None = None,
-                    map_location="cpu", progress: bool = False) -> tuple[MQAN, dict[str, Any]]:
+def load_checkpoint(path: str | Path, vocab: Vocab, word_vectors: VectorSource | None = None,
+                    char_vectors: VectorSource | None = None, map_location="cpu",
+                    progress: bool = False) -> tuple[MQAN, dict[str, Any]]:
     """Rebuild the model of a checkpoint for `vocab`; returns (model, extra).
 
-    Refuses (DataError) a vocabulary with another fingerprint, or frozen embeddings other than the
-    training ones. `embeddings` overrides reading the vector files named in the stored config.
+    Refuses (DataError) a vocabulary with another fingerprint, or pre-trained vectors other than the
+    training ones. `word_vectors` / `char_vectors` override opening the sources named in the stored config.
     """
     path = Path(path)
     payload = read_checkpoint(path, map_location)
@@ -84,19 +86,26 @@ def load_checkpoint(path: str | Path, vocab: Vocab, embeddings: torch.Tensor | N
     if payload["generative_size"] != min(cfg.max_generative_vocab, len(vocab)):
         raise DataError(path, f"generative vocabulary size {payload['generative_size']} does not match the config",
                         fix="the checkpoint is inconsistent; use another one")
-    emb = payload["embedding"]
-    if emb["frozen"] and embeddings is None and not (cfg.word_vectors or cfg.char_vectors):
-        raise DataError(path, "the model used a frozen embedding table that is not stored and no vector file is "
-                              "named in its config", fix="pass the embedding table to load_checkpoint(embeddings=...)")
-    if not emb["frozen"]:
-        embeddings = None
-    model = build_model(cfg, vocab, embeddings, progress=progress)
-    if model.embed.fingerprint != emb["fingerprint"]:
-        raise DataError(path, "the embedding vectors differ from the ones the model was trained with",
-                        fix=f"use the vector files it was trained with ({cfg.char_vectors}, {cfg.word_vectors})")
+    model = build_model(cfg, vocab, word_vectors, char_vectors, progress=progress)
+    check_vectors(path, payload["vectors"], vector_sources(model))
     try:
         model.load_state_dict(payload["state_dict"])
     except RuntimeError as exc:
         raise DataError(path, f"weights do not fit the model ({str(exc)[:300]})",
                         fix="the checkpoint comes from another version of the code") from None
     return model, payload["extra"]
+
+
+def check_vectors(path: str | Path, recorded: dict, actual: dict) -> None:
+    """Refuse pre-trained vector sources other than those recorded (name and fingerprint of each)."""
+    for key in ("word_vectors", "char_vectors"):
+        want, have = recorded.get(key), actual.get(key)
+        if want is None and have is None:
+            continue
+        if want is None or have is None or want["fingerprint"] != have["fingerprint"]:
+            def show(s):
+                return "none" if s is None else f"{s['name']} ({s['words']} words x {s['dim']}, {s['fingerprint'][:12]})"
+
+            raise DataError(path, f"model.{key}: the model was trained with {show(want)}, not {show(have)}",
+                            fix=f"set model.{key} to the source it was trained with"
+                                + (f" ({want['name']})" if want else " (null)"))

@@ -27,8 +27,11 @@ Where the paper is silent or the original code differs, this module follows the 
   the switches see [c~_t ; h_t ; A_self] (Eq. 12; the original also fed the previous c~);
 - from the original, where the paper says nothing: the decoder LSTM starts from the final state of the
   context's last BiLSTM, c~_0 = 0, positions start at 0, W_v has a bias; post-norm residual layers;
-- dropout (App. D): on inputs to every LSTM, on attention weights, on each residual branch, inside the
-  feed-forward layers, on A_proj + PE, and before W_v.
+- dropout (App. D, "generally after any linear transformation"): on inputs to every LSTM, on C_com before
+  the first self-attention layer, on attention weights, on each residual branch, inside the feed-forward
+  layers, on A_proj + PE, on the switch inputs (Eq. 12) and before W_v;
+- input features: see train/inputs.py (every token featurized from its string; the paper's frozen GloVe +
+  char n-grams, optionally with trained parts); word dropout (not in the paper) hides context tokens only.
 """
 from __future__ import annotations
 
@@ -41,8 +44,10 @@ from torch.nn import functional as F
 from deca.config import ModelConfig
 from deca.text import detokenize
 from train.batch import Batch, Sequences
+from train.inputs import Featurizer, InputEmbedding
 from train.layers import (BiLSTM, Coattention, DecoderLayer, DecoderLSTM, EncoderLayer, PointerAttention,
-                          WordEmbedding, positional_encodings)
+                          positional_encodings)
+from train.vectors import VectorSource, open_source
 from train.vocab import EOS_ID, INIT_ID, PAD_ID, UNK_ID, Vocab
 
 NEG = -1e9  # log-weight of "no such source" (finite: keeps gradients free of NaN)
@@ -74,6 +79,7 @@ class Encoded:
     question_mask: torch.Tensor | None
     question_ext: torch.Tensor | None
     state: tuple[torch.Tensor, torch.Tensor]  # decoder LSTM initial (h, c), each [layers, B, d]
+    features: dict[str, torch.Tensor]  # input features of the batch's own tokens (InputEmbedding.batch_features)
 
 
 @dataclass
@@ -93,12 +99,14 @@ class Arm(nn.Module):
         super().__init__()
         d, p = cfg.dimension, cfg.dropout
         self.compress = BiLSTM(d_in, d, cfg.rnn_layers, p)
+        self.drop = nn.Dropout(p)
         self.layers = nn.ModuleList(EncoderLayer(d, cfg.ff_hidden, cfg.heads, head_dim, p)
                                     for _ in range(cfg.transformer_layers))
         self.final = BiLSTM(d, d, cfg.rnn_layers, p)
 
     def forward(self, x: torch.Tensor, seq: Sequences):
         x, _ = self.compress(x, seq.lengths)  # [B, L, d] C_com
+        x = self.drop(x)
         for layer in self.layers:
             x = layer(x, seq.mask)  # C_self
         return self.final(x, seq.lengths)  # C_fin [B, L, d], final (h, c)
@@ -107,7 +115,7 @@ class Arm(nn.Module):
 class MQAN(nn.Module):
     """The multitask question answering network; `cfg.variant` selects a Table 2 baseline."""
 
-    def __init__(self, cfg: ModelConfig, vocab: Vocab, embeddings: torch.Tensor | None = None):
+    def __init__(self, cfg: ModelConfig, vocab: Vocab, featurizer: Featurizer | None = None):
         super().__init__()
         if cfg.variant not in VARIANTS:
             raise ValueError(f"model.variant {cfg.variant!r} unknown; choose one of {', '.join(VARIANTS)}")
@@ -121,9 +129,11 @@ class MQAN(nn.Module):
         d, p, arch = cfg.dimension, cfg.dropout, self.arch
         head_dim = cfg.head_dim or d
         self.generative_size = vocab.generative_size
-        # trained embeddings only for the generative vocabulary; rarer tokens share the UNK row
-        self.embed = WordEmbedding(len(vocab), cfg.embedding_dim, embeddings, self.generative_size,
-                                   cfg.embedding_init_std, cfg.char_ngram_dim, cfg.char_ngram_buckets, vocab.itos)
+        featurizer = featurizer or Featurizer(buckets=cfg.char_ngram_buckets)
+        if cfg.char_ngram_dim and featurizer.buckets != cfg.char_ngram_buckets:
+            raise ValueError("the featurizer's char n-gram buckets differ from model.char_ngram_buckets")
+        self.embed = InputEmbedding(vocab.itos, self.generative_size, featurizer, cfg.embedding_dim,
+                                    cfg.char_ngram_dim, cfg.embedding_init_std)
         self.drop = nn.Dropout(p)
         self.enc_proj = nn.Linear(self.embed.dim, d)  # W1, Eq. 15
         self.dec_proj = nn.Linear(self.embed.dim, d)  # W2, Eq. 2
@@ -144,41 +154,42 @@ class MQAN(nn.Module):
         self.out = nn.Linear(d, self.generative_size)  # W_v, Eq. 11
 
     # ---- encoder -------------------------------------------------------------------------------------
-    def _embed_input(self, ids: torch.Tensor) -> torch.Tensor:
-        """Encoder input embeddings [B, L, D]; in training, word dropout reads tokens as UNK."""
-        p = self.cfg.word_dropout
+    def _embed_input(self, seq: Sequences, features) -> torch.Tensor:
+        """Encoder input embeddings [B, L, D]; in training, word dropout reads context tokens as UNK."""
+        ids, p = seq.ext, self.cfg.word_dropout
         if self.training and p > 0:
-            ids = ids.masked_fill((torch.rand(ids.shape, device=ids.device) < p) & (ids != PAD_ID), UNK_ID)
-        return self.embed(ids)
+            ids = ids.masked_fill((torch.rand(ids.shape, device=ids.device) < p) & seq.droppable, UNK_ID)
+        return self.embed(ids, features)
 
     def encode(self, batch: Batch) -> Encoded:
         arch = self.arch
+        feats = self.embed.batch_features(batch.oov_tokens, batch.answer_targets.device)
         if not arch.split:
             s = batch.context_question
-            proj = self.enc_proj(self._embed_input(s.ids))  # [B, L, d]
+            proj = self.enc_proj(self._embed_input(s, feats))  # [B, L, d]
             x, state = self.encode_ind(proj, s.lengths)
             if arch.self_attention:
                 x, state = self.context_arm(torch.cat([proj, x], -1), s)
-            return Encoded(x, s.mask, s.ext, None, None, None, state)
+            return Encoded(x, s.mask, s.ext, None, None, None, state, feats)
         c, q = batch.context, batch.question
-        c_proj, q_proj = self.enc_proj(self._embed_input(c.ids)), self.enc_proj(self._embed_input(q.ids))
+        c_proj, q_proj = self.enc_proj(self._embed_input(c, feats)), self.enc_proj(self._embed_input(q, feats))
         c_ind, _ = self.encode_ind(c_proj, c.lengths)
         q_ind, _ = self.encode_ind(q_proj, q.lengths)
         q_sum, c_coa, c_sum, q_coa = self.coattention(c_ind, q_ind, c.mask, q.mask)
         c_fin, state = self.context_arm(torch.cat([c_proj, c_ind, q_sum, c_coa], -1), c)  # Eq. 20
         if not arch.question_pointer:
-            return Encoded(c_fin, c.mask, c.ext, None, None, None, state)
+            return Encoded(c_fin, c.mask, c.ext, None, None, None, state, feats)
         q_fin, _ = self.question_arm(torch.cat([q_proj, q_ind, c_sum, q_coa], -1), q)  # Eq. 21
-        return Encoded(c_fin, c.mask, c.ext, q_fin, q.mask, q.ext, state)
+        return Encoded(c_fin, c.mask, c.ext, q_fin, q.mask, q.ext, state, feats)
 
     # ---- decoder pieces shared by teacher forcing and greedy decoding ---------------------------------
     def _answer_features(self, enc: Encoded, inputs: torch.Tensor, offset: int = 0, caches=None, memory=None):
-        """Decoder inputs (full ids [B, T]) -> LSTM inputs [B, T, d]: A_self, or A_proj for s2s.
+        """Decoder inputs (extended ids [B, T]) -> LSTM inputs [B, T, d]: A_self, or A_proj for s2s.
 
         With `caches` (a list, one entry per layer, updated in place) the T positions continue a prefix
         of length `offset` whose keys/values are cached; `memory` = per-layer keys/values of C_fin.
         """
-        a = self.dec_proj(self.embed(inputs))  # A_proj [B, T, d]
+        a = self.dec_proj(self.embed(inputs, enc.features))  # A_proj [B, T, d]
         if not self.arch.self_attention:
             return a
         x = self.drop(a + positional_encodings(inputs.shape[1], a.shape[-1], offset, a.device))  # A_ppr
@@ -204,9 +215,10 @@ class MQAN(nn.Module):
         return self.out(self.drop(ctx))
 
     def _switches(self, x, h, ctx, qctx):
-        """Switch logits (gamma, lambda) for any leading shape [..., d] -> [...]."""
-        sv = self.vocab_switch(torch.cat([ctx, h, x], -1)).squeeze(-1)
-        sq = self.question_switch(torch.cat([qctx, h, x], -1)).squeeze(-1) if self.arch.question_pointer else None
+        """Switch logits (gamma, lambda) for any leading shape [..., d] -> [...]; dropout on their inputs."""
+        sv = self.vocab_switch(self.drop(torch.cat([ctx, h, x], -1))).squeeze(-1)
+        sq = (self.question_switch(self.drop(torch.cat([qctx, h, x], -1))).squeeze(-1)
+              if self.arch.question_pointer else None)
         return sv, sq
 
     def _target_log_probs(self, logits, sv, sq, log_ac, c_ext, log_aq, q_ext, y):
@@ -255,7 +267,7 @@ class MQAN(nn.Module):
         else:
             mask = targets != PAD_ID if mask is None else mask
             init = torch.full_like(targets[:, :1], INIT_ID)
-            inputs = torch.cat([init, batch.ext_to_full(targets[:, :-1])], 1)
+            inputs = torch.cat([init, targets[:, :-1]], 1)
         enc = self.encode(batch)
         x = self._answer_features(enc, inputs)  # [B, T, d]
         state, ctx = enc.state, x.new_zeros(x.shape[0], x.shape[2])
@@ -347,7 +359,7 @@ class MQAN(nn.Module):
             done |= y == EOS_ID
             if bool(done.all()):
                 break
-            prev = batch.ext_to_full(y)[:, None]
+            prev = y[:, None]
             if not incremental:
                 prefix = torch.cat([prefix, prev], 1)
         live = ~torch.stack(finished, 1)  # [B, S] steps up to and including <eos>
@@ -358,17 +370,25 @@ class MQAN(nn.Module):
         return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t, lp_t, w_t, live.sum(1))
 
 
-def build_model(cfg: ModelConfig, vocab: Vocab, embeddings: torch.Tensor | None = None,
-                progress: bool = False) -> MQAN:
-    """The model of `cfg` for `vocab`. Without `embeddings`, the vector files named in `cfg` are read
-    (frozen [char ; word] table); with no files either, embeddings of `cfg.embedding_dim` are trained."""
-    if embeddings is None and (cfg.word_vectors or cfg.char_vectors):
-        from train.embeddings import load_embeddings
+def build_model(cfg: ModelConfig, vocab: Vocab, word_vectors: VectorSource | None = None,
+                char_vectors: VectorSource | None = None, progress: bool = False) -> MQAN:
+    """The model of `cfg` for `vocab`. The pre-trained sources named in `cfg` (model.word_vectors,
+    model.char_vectors) are opened unless given; trained parts follow model.embedding_dim / char_ngram_dim."""
+    if word_vectors is None and cfg.word_vectors:
+        word_vectors = open_source(cfg.word_vectors, progress=progress)
+    if char_vectors is None and cfg.char_vectors:
+        char_vectors = open_source(cfg.char_vectors, progress=progress)
+    return MQAN(cfg, vocab, Featurizer(word_vectors, char_vectors, cfg.char_ngram_buckets))
 
-        embeddings = load_embeddings(vocab.itos, cfg.word_vectors, cfg.char_vectors, progress=progress)
-    return MQAN(cfg, vocab, embeddings)
+
+def vector_sources(model: MQAN) -> dict[str, dict | None]:
+    """Name, fingerprint and size of each pre-trained source of `model` (recorded in checkpoints)."""
+    f = model.embed.featurizer
+    return {key: None if src is None else {"name": src.name, "fingerprint": src.fingerprint, "dim": src.dim,
+                                           "words": len(src.words)}
+            for key, src in (("word_vectors", f.word), ("char_vectors", f.char))}
 
 
 def count_parameters(model: nn.Module) -> int:
-    """Trainable parameters (frozen embedding tables are buffers and not counted)."""
+    """Trainable parameters (frozen input features are buffers and not counted)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

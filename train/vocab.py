@@ -9,8 +9,10 @@ Index layout (the original decaNLP's, kept so that its conventions carry over):
 
 then every token of data/vocab.txt, in file order (a token equal to a special is skipped). The
 *generative* vocabulary (the output softmax, paper Eq. 11) is the first `max_generative` entries,
-specials included, exactly as the original's ``vocab.itos[:50000]``; the full vocabulary indexes
-the (frozen) input embeddings. ' UNK ' cannot collide with data: the data is lowercased.
+specials included, exactly as the original's ``vocab.itos[:50000]``. The input side does not depend
+on this list: every token is featurized from its string (train/inputs.py), so a token past the
+generative vocabulary, or absent from data/vocab.txt, keeps its pre-trained vector and char n-grams.
+' UNK ' cannot collide with data: the data is lowercased.
 
 `fingerprint` is the sha256 of the token list; checkpoints store it and refuse another vocabulary.
 """

@@ -43,7 +43,7 @@ def test_loading_is_weights_only(tmp_path):
             return (print, ("pwned",))
 
     bad = tmp_path / "evil.pt"
-    torch.save({"format": "deca-mqan/1", "x": Evil()}, bad)
+    torch.save({"format": "deca-mqan/2", "x": Evil()}, bad)
     with pytest.raises(DataError, match="cannot load"):
         read_checkpoint(bad)
     (tmp_path / "trunc.pt").write_bytes(save_checkpoint(tmp_path / "ok.pt", tiny_model("s2s")).read_bytes()[:100])
@@ -54,20 +54,20 @@ def test_loading_is_weights_only(tmp_path):
         read_checkpoint(tmp_path / "foreign.pt")
 
 
-def test_frozen_vectors_are_not_stored_but_rebuilt_and_checked(tmp_path):
+def test_frozen_vectors_are_not_stored_but_reopened_and_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("DECA_VECTOR_CACHE", str(tmp_path / "cache"))
     vectors = tmp_path / "w.txt"
     vectors.write_text("w1 1 2 3\nx2 4 5 6\n", encoding="utf-8")
     cfg = tiny_cfg("catt", word_vectors=str(vectors))
     model = build_model(cfg, VOCAB)
     path = save_checkpoint(tmp_path / "m.pt", model)
-    assert not any("table" in k for k in read_checkpoint(path)["state_dict"])
-    loaded, _ = load_checkpoint(path, VOCAB)  # re-reads the file named in the config
-    assert torch.equal(loaded.embed.table, model.embed.table)
+    assert not any("frozen" in k for k in read_checkpoint(path)["state_dict"])
+    assert read_checkpoint(path)["vectors"]["word_vectors"]["name"] == str(vectors)
+    loaded, _ = load_checkpoint(path, VOCAB)  # reopens the source named in the config
+    assert torch.equal(loaded.embed.gen_frozen, model.embed.gen_frozen)
     vectors.write_text("w1 1 2 3\nx2 4 5 7\n", encoding="utf-8")
-    with pytest.raises(DataError, match="embedding vectors differ"):
+    with pytest.raises(DataError, match="model.word_vectors: the model was trained with"):
         load_checkpoint(path, VOCAB)
-    loaded, _ = load_checkpoint(path, VOCAB, embeddings=model.embed.table.clone())
-    assert loaded.embed.frozen
 
 
 def test_weights_of_another_architecture_are_refused(tmp_path):

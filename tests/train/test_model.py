@@ -1,11 +1,13 @@
 import random
 
+import numpy as np
 import pytest
 import torch
 
 from deca.config import ModelConfig
 from train.batch import collate
 from train.model import VARIANTS, build_model, count_parameters
+from train.vectors import VectorSource
 from train.vocab import EOS_ID, PAD_ID, Vocab
 
 torch.set_num_threads(1)
@@ -18,7 +20,8 @@ VOCAB = Vocab.from_tokens(GEN + OOV, max_generative=4 + len(GEN))
 
 def tiny_cfg(variant="mqan", **kw) -> ModelConfig:
     base = dict(variant=variant, dimension=16, ff_hidden=12, heads=2, transformer_layers=2, dropout=0.2,
-                embedding_dim=8, max_generative_vocab=len(GEN) + 4, max_answer_length=6)
+                embedding_dim=8, word_vectors=None, char_ngram_dim=0, max_generative_vocab=len(GEN) + 4,
+                max_answer_length=6)
     return ModelConfig(**{**base, **kw})
 
 
@@ -204,7 +207,9 @@ def test_tiny_model_learns(make, source):
 def test_paper_configuration_parameter_count():
     """d=200, f=150, p=3, 2 layers, 400-d frozen embeddings, 50,000-token generative vocabulary."""
     vocab = Vocab.from_tokens([f"t{i}" for i in range(50_000)], 50_000)
-    model = build_model(ModelConfig(), vocab, embeddings=torch.zeros(len(vocab), 400))
+    vectors = VectorSource.from_arrays("zeros-400", [t.strip() for t in vocab.itos], np.zeros((len(vocab), 400)))
+    cfg = ModelConfig(word_vectors=None, char_ngram_dim=0, embedding_dim=0)
+    model = build_model(cfg, vocab, word_vectors=vectors)
     d, f, p, V = 200, 150, 3, 50_000
 
     def bilstm(i, h):  # two directions, each 4 gates with input, recurrent weights and two biases
@@ -239,25 +244,20 @@ def test_bad_config_is_rejected():
         build_model(tiny_cfg(embedding_init_std=0.0), VOCAB)
 
 
-def test_trained_char_ngram_vectors_tell_rare_tokens_apart():
+def test_trained_char_ngram_vectors_are_the_mean_of_the_hashed_ngrams_and_learn():
     model = tiny_model("mqan", char_ngram_dim=6, char_ngram_buckets=64)
     emb = model.embed
-    assert emb.dim == 8 + 6 and model.enc_proj.in_features == 14
-    ids = torch.tensor([[VOCAB.stoi[" x1 "], VOCAB.stoi[" x2 "], 0]])  # two tokens past the generative vocab, UNK
-    out = emb(ids)[0]
-    assert torch.equal(out[0, :8], out[1, :8]) and torch.equal(out[0, :8], out[2, :8])  # shared UNK word vector
-    assert not torch.equal(out[0, 8:], out[1, 8:])  # their n-grams differ
-    # the char part is the mean over the token's hashed 2/3/4-grams (padding excluded)
-    grams = [g for g in emb.grams[VOCAB.stoi[" x1 "]].tolist() if g != 64]
-    assert len(grams) == 3 + 2 + 1  # "#BEGIN#", "x", "1", "#END#": three 2-grams, two 3-grams, one 4-gram
-    assert torch.allclose(out[0, 8:], emb.char[grams].mean(0))
-    batch = collate(random_rows(6), VOCAB)
-    model(batch).backward()
+    assert emb.dim == 6 + 8 and model.enc_proj.in_features == 14
+    x1 = VOCAB.stoi[" x1 "]  # past the generative vocabulary: featurized as a batch-local token
+    feats = emb.batch_features([" x1 "], "cpu")
+    out = emb(torch.tensor([[VOCAB.generative_size]]), feats)[0, 0]
+    grams = [g for g in feats["grams"][0].tolist() if g != 64]
+    assert x1 >= VOCAB.generative_size and len(grams) == 3 + 2 + 1  # "#BEGIN#","x","1","#END#": 3+2+1 n-grams
+    assert torch.allclose(out[:6], emb.char[grams].mean(0))
+    model(collate(random_rows(6), VOCAB)).backward()
     assert emb.char.grad is not None and emb.char.grad.abs().sum() > 0
     state = model.state_dict()
-    assert "embed.grams" not in state and "embed.char" in state  # rebuilt from the vocabulary, not saved
-    with pytest.raises(ValueError, match="char_ngram_dim"):
-        build_model(tiny_cfg(char_ngram_dim=6), VOCAB, embeddings=torch.zeros(len(VOCAB), 4))
+    assert "embed.gen_grams" not in state and "embed.char" in state  # rebuilt from the strings, not saved
 
 
 def test_trained_embeddings_start_at_the_configured_scale():
@@ -286,14 +286,20 @@ def test_word_dropout_reads_inputs_as_unk_in_training_only(variant):
         b = dropped(batch)
         assert torch.equal(a, b)  # seeded, reproducible
         assert not torch.allclose(a, plain(batch))  # training: some inputs read as UNK
-        # every input token read as UNK: the context/question embeddings are all the UNK row
+        # every context token read as UNK; question tokens never (they carry the labels to copy)
         seen = []
         dropped.embed.register_forward_hook(lambda mod, args, out: seen.append(args[0]))
         dropped.cfg.word_dropout = 0.999999
         dropped(batch)
-    enc_ids = seen[:-1]  # the last call embeds the decoder's answer inputs, which keep their tokens
-    assert all(bool(((ids == 0) | (ids == PAD_ID)).all()) for ids in enc_ids)
-    assert bool((seen[-1] != 0).any())
+    answer = seen.pop()  # the last call embeds the decoder's answer inputs, which keep their tokens
+    assert torch.equal(answer, batch.answer_inputs)
+    if variant == "s2s":
+        (cq,) = seen
+        s = batch.context_question
+        assert bool((cq[s.droppable] == 0).all()) and torch.equal(cq[~s.droppable], s.ext[~s.droppable])
+    else:
+        context, question = seen
+        assert bool((context[batch.context.mask] == 0).all()) and torch.equal(question, batch.question.ext)
 
 
 def test_eos_ends_the_answer():
