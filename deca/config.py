@@ -33,6 +33,22 @@ class DataConfig:
 
 
 @dataclass
+class TrainFilterConfig:
+    """Filters applied to every task's *training* split (rows dropped with a reason in dropped.parquet).
+
+    The original implementation (``util.preprocess_examples`` with ``train=True``) dropped, for every task,
+    training examples whose answer had more than 50 tokens or whose context had more than 400, and those
+    with an empty context or answer. The paper names only SQuAD's 400-token context filter (the squad task
+    option) and CNN/DM's truncation, so the paper-faithful default is no filter; set 400 / 50 / true to
+    train as the original did.
+    """
+
+    max_context_tokens: int | None = None  # the original: 400
+    max_answer_tokens: int | None = None  # the original: 50
+    drop_empty: bool = False  # the original: true (an empty context or answer)
+
+
+@dataclass
 class PrepareConfig:
     """The Beam preprocessing job."""
 
@@ -44,6 +60,7 @@ class PrepareConfig:
     lowercase: bool = True
     vocab_size: int = 50000
     vocab_tasks: list[str] | None = None  # default: every prepared task with a training split
+    train_filter: TrainFilterConfig = field(default_factory=TrainFilterConfig)
     # Per-task options, keyed by Task.key (the task name with dots replaced by underscores) so that a
     # DVC stage can declare exactly one task's options (e.g. prepare.task_options.squad).
     task_options: dict[str, dict[str, Any]] = field(default_factory=dict)

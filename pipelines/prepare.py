@@ -30,7 +30,7 @@ from pipelines import beam_options  # noqa: F401  (first: quiets Beam's import-t
 
 import apache_beam as beam  # noqa: E402
 
-from deca.config import PrepareConfig
+from deca.config import PrepareConfig, TrainFilterConfig
 from deca.errors import ConfigError, DataError, DecaError
 from deca.registry import SPLITS, Task, all_tasks, get_task
 from pipelines import sinks, stats
@@ -47,6 +47,7 @@ class PrepareJob:
     raw_root: Path  # a raw directory or a mirror (same layout)
     out: Path
     options: dict[str, Any] = field(default_factory=dict)  # task name -> task options object
+    train_filter: TrainFilterConfig = field(default_factory=TrainFilterConfig)  # every training split
     lowercase: bool = True
     rows_per_shard: int = 5000
     num_shards: int = 0
@@ -104,7 +105,7 @@ def make_job(task_names: Sequence[str], raw_root: str | Path, out: str | Path, c
                               "filesystem path shared by the driver and the workers (local disk, NFS, or a bucket "
                               "mounted with gcsfuse/s3fs at the same path everywhere)")
     return PrepareJob(splits=plan_splits(task_names, splits), raw_root=Path(raw_root).resolve(), out=Path(out),
-                      options=task_options(cfg, task_names), lowercase=cfg.lowercase,
+                      options=task_options(cfg, task_names), train_filter=cfg.train_filter, lowercase=cfg.lowercase,
                       rows_per_shard=cfg.rows_per_shard, num_shards=cfg.num_shards, batch_size=cfg.batch_size,
                       from_mirror=from_mirror)
 
@@ -138,7 +139,8 @@ def build(p: beam.Pipeline, job: PrepareJob, staging_root: str) -> None:
                 T.DROPPED, T.ERRORS, main="batches"))
     converted = (read.batches
                  | "Reshuffle" >> beam.Reshuffle()
-                 | "ToRow" >> beam.ParDo(T.ToRow(tasks, options, job.lowercase, job.rows_per_shard, job.num_shards))
+                 | "ToRow" >> beam.ParDo(T.ToRow(tasks, options, job.lowercase, job.rows_per_shard, job.num_shards,
+                                                   job.train_filter))
                  .with_outputs(T.STATS, T.IDS, T.DROPPED, T.ERRORS, main="chunks"))
 
     _ = (converted.chunks

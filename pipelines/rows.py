@@ -17,8 +17,10 @@ def _text(value: str, lowercase: bool) -> tuple[str, list[str]]:
     return text, tokenize(text, lowercase=lowercase)
 
 
-def to_row(task: Task, split: str, example: Example, options=None, lowercase: bool = True) -> dict | Dropped:
-    """Normalize whitespace, lowercase and revtok-tokenize one example, then apply the task's row hook.
+def to_row(task: Task, split: str, example: Example, options=None, lowercase: bool = True,
+           train_filter=None) -> dict | Dropped:
+    """Normalize whitespace, lowercase and revtok-tokenize one example, then apply the task's row hook and,
+    on the training split, `train_filter` (a deca.config.TrainFilterConfig).
 
     Returns a dict in `deca.schema.EXAMPLE_SCHEMA` or a `Dropped` (e.g. a filtered example).
     ``revtok.detokenize(row["context_tokens"]) == row["context"]`` holds for every text field.
@@ -42,5 +44,22 @@ def to_row(task: Task, split: str, example: Example, options=None, lowercase: bo
         "gold": None if example.gold is None else json.dumps(example.gold, sort_keys=True, ensure_ascii=False),
     }
     if task.row_hook is not None:
-        return task.row_hook(row, split, options if options is not None else task.make_options())
+        row = task.row_hook(row, split, options if options is not None else task.make_options())
+    if split == "train" and train_filter is not None and not isinstance(row, Dropped):
+        return filter_training_row(row, train_filter)
+    return row
+
+
+def filter_training_row(row: dict, f) -> dict | Dropped:
+    """`row`, or a Dropped naming the training filter (prepare.train_filter) it fails."""
+    n_context, n_answer = len(row["context_tokens"]), len(row["answer_tokens"])
+    if f.drop_empty and (n_context == 0 or n_answer == 0):
+        return Dropped(id=row["id"], reason="train_filter_empty",
+                       detail=f"{n_context} context tokens, {n_answer} answer tokens")
+    if f.max_context_tokens is not None and n_context > f.max_context_tokens:
+        return Dropped(id=row["id"], reason="train_filter_context_too_long",
+                       detail=f"{n_context} context tokens > {f.max_context_tokens}")
+    if f.max_answer_tokens is not None and n_answer > f.max_answer_tokens:
+        return Dropped(id=row["id"], reason="train_filter_answer_too_long",
+                       detail=f"{n_answer} answer tokens > {f.max_answer_tokens}")
     return row

@@ -131,11 +131,12 @@ class ToRow(_Counted):
     """
 
     def __init__(self, tasks: Mapping[str, Task], options: Mapping[str, Any], lowercase: bool = True,
-                 rows_per_shard: int = 5000, num_shards: int = 0):
+                 rows_per_shard: int = 5000, num_shards: int = 0, train_filter: Any = None):
         super().__init__()
         self.tasks = dict(tasks)
         self.options = dict(options)
         self.lowercase = lowercase
+        self.train_filter = train_filter
         self.rows_per_shard = rows_per_shard
         self.num_shards = num_shards
 
@@ -152,7 +153,7 @@ class ToRow(_Counted):
         acc = stats.new_accumulator()
         for seq, example in batch:
             try:
-                result = to_row(task, split, Example(**example), options, self.lowercase)
+                result = to_row(task, split, Example(**example), options, self.lowercase, self.train_filter)
             except DataError as err:
                 self.inc(name, split, "errors")
                 yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))

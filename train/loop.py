@@ -175,7 +175,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     import ray.train.torch
 
     from train.batch import collate
-    from train.model import build_model
+    from train.checkpoint import check_vectors
+    from train.model import build_model, vector_sources
     from train.tracking import RunLogger, plot_run
     from train.vocab import Vocab
 
@@ -220,6 +221,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         if state["vocab_fingerprint"] != vocab.fingerprint:
             raise RuntimeError("the checkpoint was trained with another vocabulary "
                                f"({state['vocab_fingerprint'][:12]} != {vocab.fingerprint[:12]})")
+        check_vectors(d, state["vectors"], vector_sources(core))
         core.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -259,7 +261,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                             "scheduler": scheduler.state_dict(), "iteration": iteration,
                             "position": schedule.position(iteration).to_dict(), "best_score": best_score,
                             "best_iteration": best_iteration, "world_size": world,
-                            "vocab_fingerprint": vocab.fingerprint, "tasks": tasks,
+                            "vocab_fingerprint": vocab.fingerprint, "vectors": vector_sources(core), "tasks": tasks,
                             "average": average.state_dict() if average else None}, Path(tmp) / "state.pt")
             torch.save({"data": data.state_dict(), "rng": rng_state()}, Path(tmp) / f"rank{rank}.pt")
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp),
