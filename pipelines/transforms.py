@@ -92,6 +92,7 @@ class ReadSplit(_Counted):
         batch: list[tuple[int, dict]] = []
         seq = 0
         try:
+            check_not_empty(paths)
             for item in task.read(split, paths, self.options[name]):
                 if isinstance(item, Dropped):
                     self.inc(name, split, f"dropped.{item.reason}")
@@ -103,12 +104,24 @@ class ReadSplit(_Counted):
                         yield name, split, batch
                         batch = []
                 seq += 1
+            if seq == 0:
+                raise DataError(", ".join(map(str, paths)), f"no {split} examples in the file(s)",
+                                fix="the file is empty or not in the official format: re-download it "
+                                    "(`deca download`) or copy it again from the mirror")
         except DataError as err:
             self.inc(name, split, "errors")
             yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
         if batch:
             self.inc(name, split, "read", len(batch))
             yield name, split, batch
+
+
+def check_not_empty(paths: Sequence[Path]) -> None:
+    """A 0-byte raw file is a truncated download, whatever its format: refuse it before any reader runs."""
+    for path in paths:
+        if path.is_file() and path.stat().st_size == 0:
+            raise DataError(path, "empty file (0 bytes)", fix="re-download it (`deca download`) or copy it again "
+                                                               "from the mirror")
 
 
 def _example_dict(ex: Example) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Iterator, Sequence
 
 from deca.errors import DataError
 from deca.registry import Dropped, Example, Source, Task, register
+from deca.tasks._lines import iter_lines
 
 URL = "https://raw.githubusercontent.com/openai/generating-reviews-discovering-sentiment/master/data/{}_binary_sent.csv"
 QUESTION = "Is this review negative or positive?"
@@ -25,33 +26,38 @@ FILES = {"train": "train", "validation": "dev", "test": "test"}
 
 
 def read(split: str, files: Sequence[Path], options) -> Iterator[Example | Dropped]:
-    """One example per CSV row after the header: context = sentence (last column), answer from column 0."""
+    """One example per CSV row after the header: context = sentence (last column), answer from column 0.
+
+    Lines are decoded one by one (an invalid UTF-8 byte is reported on its own line), and a record must
+    fit on one line: an unterminated quote would otherwise swallow the rows after it.
+    """
     (path,) = files
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = csv.reader(f)
-        try:
-            header = next(rows)
-        except StopIteration:
-            raise DataError(path, "empty file; expected a 'label,sentence' header", fix="re-download it") from None
-        except UnicodeDecodeError as exc:
-            raise DataError(path, f"not valid UTF-8 ({exc.reason})", line=1, fix="re-download it") from None
-        if [h.strip().lower() for h in header[:1]] != ["label"]:
-            raise DataError(path, f"unexpected header {header!r}; expected 'label,sentence'", line=1)
-        try:
-            for row in rows:
-                line = rows.line_num
-                if not row:
-                    continue
-                if len(row) < 2 or row[0] not in LABELS:
-                    raise DataError(path, f"malformed row {row!r}: expected '<0|1>,<sentence>'", line=line,
-                                    fix="check the file is the official SST binary CSV")
-                yield Example(id=f"{FILES[split]}-{line - 1}", context=row[-1], question=QUESTION,
-                              answer=LABELS[row[0]])
-        except UnicodeDecodeError as exc:
-            raise DataError(path, f"not valid UTF-8 ({exc.reason})", line=rows.line_num + 1,
-                            fix="re-download it") from None
-        except csv.Error as exc:
-            raise DataError(path, f"malformed CSV: {exc}", line=rows.line_num) from None
+    lines = iter_lines(path, fix="re-download it")
+    rows = csv.reader(text for _, text in lines)
+    try:
+        header = next(rows)
+    except StopIteration:
+        raise DataError(path, "empty file; expected a 'label,sentence' header", fix="re-download it") from None
+    if [h.strip().lower() for h in header[:1]] != ["label"]:
+        raise DataError(path, f"unexpected header {header!r}; expected 'label,sentence'", line=1)
+    previous = rows.line_num
+    try:
+        for row in rows:
+            line, start = rows.line_num, previous + 1
+            previous = line
+            if line != start:
+                raise DataError(path, f"a quoted field runs from line {start} to line {line} (an unterminated "
+                                      "quote?): records of this file fit on one line", line=start,
+                                fix="close the quote on that line, or re-download the official file")
+            if not row:
+                continue
+            if len(row) < 2 or row[0] not in LABELS:
+                raise DataError(path, f"malformed row {row!r}: expected '<0|1>,<sentence>'", line=line,
+                                fix="check the file is the official SST binary CSV")
+            yield Example(id=f"{FILES[split]}-{line - 1}", context=row[-1], question=QUESTION,
+                          answer=LABELS[row[0]])
+    except csv.Error as exc:
+        raise DataError(path, f"malformed CSV: {exc}", line=rows.line_num) from None
 
 
 register(Task(

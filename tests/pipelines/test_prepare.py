@@ -235,3 +235,33 @@ def test_multi_process_workers_give_the_same_bytes(fixture_corpora, tmp_path):
     assert files and files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
     for rel in files:
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize("name", ["srl", "zre", "multinli.in.out", "schema", "cnn_dailymail", "sst", "woz.en"])
+def test_a_0_byte_split_file_is_refused_and_nothing_is_written(name, fixture_corpora, tmp_path):
+    """Before, srl, zre, multinli, schema and cnn_dailymail read an empty file as an empty (or shrunken) split."""
+    import shutil
+
+    task = get_task(name)
+    raw = tmp_path / "raw"
+    for split in task.splits:
+        for rel in task.splits[split]:
+            (raw / rel).parent.mkdir(parents=True, exist_ok=True)
+            src = fixture_corpora / rel
+            shutil.copytree(src, raw / rel, dirs_exist_ok=True) if src.is_dir() else shutil.copy(src, raw / rel)
+    split = "validation" if "validation" in task.splits else next(iter(task.splits))
+    victim = next(p for p in task.files(split, raw) if p.is_file())
+    victim.write_bytes(b"")
+    with pytest.raises(DataError, match="empty") as err:
+        run_prepare([name], raw, tmp_path / "out")
+    assert str(victim) in str(err.value)
+    assert not (tmp_path / "out" / name).exists()
+
+
+def test_a_split_file_without_any_example_is_refused(fixture_corpora, tmp_path):
+    raw = tmp_path / "raw"
+    (raw / "srl").mkdir(parents=True)
+    for rel in get_task("srl").splits["train"]:
+        (raw / rel).write_text("\n\n\n", encoding="utf-8")  # not 0 bytes, but no record
+    with pytest.raises(DataError, match="no train examples"):
+        run_prepare(["srl"], raw, tmp_path / "out", splits=["train"])
