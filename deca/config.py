@@ -174,8 +174,11 @@ def from_dict(cls: type, data: Mapping[str, Any] | None, where: str = "params") 
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
+        from deca.checks import suggest
+
         raise ConfigError(
-            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(names))}"
+            f"{where}: unknown key(s) {', '.join(repr(k) + suggest(str(k), names) for k in unknown)}; "
+            f"allowed: {', '.join(sorted(names))}"
         )
     kwargs = {k: _convert(hints[k], v, f"{where}.{k}") for k, v in data.items()}
     return cls(**kwargs)
@@ -241,21 +244,33 @@ _Loader.add_implicit_resolver(
 
 
 def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] | None = None) -> Params:
-    """Load params.yaml (missing file → all defaults) with optional dotted overrides like {"train.iterations": 5}."""
+    """Load params.yaml (missing file → all defaults) with optional dotted overrides like {"train.iterations": 5}.
+
+    Keys and types are checked (unknown keys with a did-you-mean), then every value's range
+    (deca/checks.py); an error names the file and line of the value, or ``--set`` for an override.
+    """
+    from deca.checks import check_values, key_lines
+
     path = Path(path)
     raw: dict[str, Any] = {}
+    origin: dict[str, str] = {}
     if path.exists():
+        text = path.read_text(encoding="utf-8")
         try:
-            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+            raw = yaml.load(text, Loader=_Loader) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        origin = {key: f"{path}:{line}" for key, line in key_lines(text).items()}
     for dotted, value in (overrides or {}).items():
         node = raw
         *parents, leaf = dotted.split(".")
         for key in parents:
             node = node.setdefault(key, {})
         node[leaf] = value
-    return from_dict(Params, raw, where=str(path))
+        origin[dotted] = f"--set {dotted}={value}"
+    params = from_dict(Params, raw, where=str(path))
+    check_values(params, origin)
+    return params
 
 
 def load_section(name: str, path: str | Path = DEFAULT_PARAMS) -> Any:

@@ -173,6 +173,16 @@ def _custom_phase(i: int, spec: Mapping[str, Any], tasks: Sequence[str]) -> Phas
 
 
 def from_config(train_cfg, tasks: Sequence[str]) -> Schedule:
-    """The schedule described by a `deca.config.TrainConfig` over the resolved training tasks."""
+    """The schedule described by a `deca.config.TrainConfig` over the resolved training tasks.
+
+    A preset whose first phase would last the whole run is refused: the run would train on its first-phase
+    tasks only and be scored on all of them (e.g. anti_curriculum_squad on a 200-iteration run)."""
+    first = [t for t in PRESET_FIRST_PHASE.get(train_cfg.strategy, ()) if t in tasks]
+    if first and len(first) < len(tasks) and train_cfg.phase_iterations >= train_cfg.iterations:
+        raise ConfigError(
+            f"train.strategy {train_cfg.strategy}: its first phase (train.phase_iterations = "
+            f"{train_cfg.phase_iterations}, on {', '.join(first)} only) leaves none of the train.iterations = "
+            f"{train_cfg.iterations} for the joint phase; set train.phase_iterations below train.iterations "
+            f"(the paper: 75,000 of about 560,000), e.g. --set train.phase_iterations={train_cfg.iterations // 4}")
     return build_schedule(train_cfg.strategy, tasks, phase_iterations=train_cfg.phase_iterations,
                           phases=train_cfg.phases, batches_per_task=train_cfg.batches_per_task)

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
+from deca.checks import check_values
 from deca.config import Params
 from deca.errors import ConfigError, DataError, DecaError
 from deca.registry import resolve_tasks
@@ -69,14 +72,15 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
     for task in tasks:
         for split in ("train", "validation"):
             d = split_dir(params.data.processed_dir, task, split)
-            if not any(d.glob("*.parquet")):
+            shards = sorted(d.glob("*.parquet"))
+            if not shards:
                 raise DataError(d, f"no processed {split} split for task {task!r}",
                                 fix=f"run `deca prepare --tasks {task}` or remove it from train.tasks")
-    tc = params.train
-    if tc.iterations <= 0 or tc.token_budget <= 0 or tc.log_every <= 0:
-        raise ConfigError("train.iterations, train.token_budget and train.log_every must be positive")
-    if tc.num_workers < 1:
-        raise ConfigError(f"train.num_workers must be at least 1, got {tc.num_workers}")
+            if split == "train" and sum(pq.ParquetFile(f).metadata.num_rows for f in shards) == 0:
+                raise DataError(d, f"the training split of task {task!r} has no examples",
+                                fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
+                                    "why rows were dropped), or remove it from train.tasks")
+    check_values(params, {})
 
 
 def default_run_name(params: Params) -> str:

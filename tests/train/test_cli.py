@@ -1,8 +1,10 @@
 import dataclasses
 import json
 import os
+import shutil
 import time
 
+import pyarrow.parquet as pq
 import pytest
 
 from deca.cli import build_parser
@@ -50,8 +52,15 @@ def test_inputs_are_checked_before_ray_starts(mini_data, tmp_path):
     with pytest.raises(DataError, match="vocabulary not found"):
         check_inputs(missing, ["sst"])
     zero = dataclasses.replace(params, train=dataclasses.replace(params.train, iterations=0))
-    with pytest.raises(ConfigError, match="must be positive"):
+    with pytest.raises(ConfigError, match="train.iterations = 0: must be >= 1"):
         check_inputs(zero, ["sst"])
+    empty = tmp_path / "processed"
+    shutil.copytree(processed / "sst", empty / "sst")
+    for shard in (empty / "sst" / "train").glob("*.parquet"):  # a prepared split that kept no example
+        pq.write_table(pq.read_table(shard).slice(0, 0), shard)
+    no_rows = dataclasses.replace(params, data=dataclasses.replace(params.data, processed_dir=str(empty)))
+    with pytest.raises(DataError, match="the training split of task 'sst' has no examples"):
+        check_inputs(no_rows, ["sst"])
 
 
 def test_run_names_and_resume_errors(mini_data, tmp_path):

@@ -103,3 +103,16 @@ def test_position_is_serializable_and_pure():
     assert a == b
     assert json.loads(json.dumps(a[4])) == {"iteration": 4, "phase": 1, "phase_name": "round_robin",
                                             "round": 0, "slot": 1, "task": "sst"}
+
+
+def test_a_preset_first_phase_longer_than_the_run_is_refused():
+    from deca.config import TrainConfig
+    from deca.errors import ConfigError
+    from train.schedule import from_config
+
+    cfg = TrainConfig(strategy="anti_curriculum_squad", iterations=200, phase_iterations=75000)
+    with pytest.raises(ConfigError, match="leaves none of the train.iterations = 200"):
+        from_config(cfg, ["squad", "sst"])
+    assert from_config(TrainConfig(strategy="anti_curriculum_squad", iterations=200, phase_iterations=50),
+                       ["squad", "sst"]).describe()
+    from_config(cfg, ["squad"])  # the first phase is every task: nothing to refuse

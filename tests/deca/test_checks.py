@@ -1,0 +1,50 @@
+"""Every parameter value is checked when params are loaded: key, value, what is allowed, and where it came from."""
+import pytest
+
+from deca.cli import main
+from deca.config import Params, load_params
+from deca.errors import ConfigError
+
+
+@pytest.mark.parametrize("key, value, allowed", [
+    ("model.dropout", 1.5, "[0, 1)"), ("model.dimension", 0, "even number"), ("train.lr", -0.1, "> 0"),
+    ("train.val_every", -1, ">= 0"), ("train.save_every", -10, ">= 0"), ("train.warmup", -1, ">= 0"),
+    ("train.checkpoints_to_keep", -1, ">= 1"), ("prepare.vocab_size", 0, ">= 1"), ("train.ema_decay", 1.0, "[0, 1)"),
+    ("train.betas", [0.9], "two numbers"), ("evaluate.batch_size", 0, ">= 1"), ("model.word_dropout", -0.1, "[0, 1)"),
+])
+def test_a_bad_override_names_key_value_range_and_source(key, value, allowed):
+    with pytest.raises(ConfigError) as err:
+        load_params("params.yaml", overrides={key: value})
+    msg = str(err.value)
+    assert f"--set {key}=" in msg and f"{key} = {value!r}" in msg and allowed in msg
+
+
+def test_a_bad_value_in_the_file_names_its_line(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("train:\n  iterations: 10\n  lr: 0.0\nmodel:\n  variant: mqn\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_params(path)
+    msg = str(err.value)
+    assert f"{path}:3: train.lr = 0.0: must be > 0" in msg
+    assert f"{path}:5: model.variant = 'mqn'" in msg and "did you mean 'mqan'" in msg  # every problem at once
+
+
+def test_unknown_keys_get_a_suggestion():
+    with pytest.raises(ConfigError, match=r"'iteratons' \(did you mean 'iterations'\?\)"):
+        load_params("params.yaml", overrides={"train.iteratons": 5})
+
+
+def test_defaults_and_the_shipped_params_pass():
+    from deca.checks import check_values
+
+    check_values(Params(), {})
+    load_params("params.yaml")
+
+
+def test_deca_train_refuses_a_bad_value_before_starting_anything(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("train:\n  storage_dir: runs\n", encoding="utf-8")
+    code = main(["train", "--set", "model.dropout=1.5", "--run-name", "x"])
+    err = capsys.readouterr().err
+    assert code == 1 and "model.dropout = 1.5: must be in [0, 1)" in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "mlflow.db").exists()
