@@ -13,6 +13,7 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 
 # name -> (module, one-line help), in stage order.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -63,20 +64,50 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
-    from deca.errors import DecaError
-
     try:
         return int(args._run(args) or 0)
-    except DecaError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except KeyError as exc:  # unknown task names
-        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
+    except BaseException as exc:  # noqa: BLE001 - every failure ends here, as one clear line
+        return report_failure(exc, args.verbose)
+
+
+def report_failure(exc: BaseException, verbose: bool = False) -> int:
+    """Print one line (and a fix) for an expected failure and return the exit code; re-raise anything else.
+
+    Ctrl-C is "interrupted" with 130, also when a framework re-raised it as another error (Beam wraps it in
+    a RuntimeError); an OSError (disk full, permissions) anywhere in the chain names its path. With
+    `deca -v` the traceback is printed too.
+    """
+    from deca.errors import DecaError
+
+    chain = _chain(exc)
+    if any(isinstance(e, KeyboardInterrupt) or str(e).startswith("KeyboardInterrupt") for e in chain):
         print("interrupted", file=sys.stderr)
         return 130
+    known = next((e for e in chain if isinstance(e, (DecaError, OSError))), None)
+    if known is None and isinstance(exc, KeyError):  # unknown task names
+        known = exc
+    if known is None or isinstance(exc, SystemExit):
+        raise exc
+    if verbose:
+        traceback.print_exception(exc)
+    if isinstance(known, OSError) and not isinstance(known, DecaError):
+        where = f"{known.filename}: " if known.filename else ""
+        text = f"{where}{known.strerror or known}"
+    else:
+        text = known.args[0] if isinstance(known, KeyError) and known.args else str(known)
+    print(f"error: {text}", file=sys.stderr)
+    if not verbose and not isinstance(known, DecaError):
+        print("(run `deca -v ...` for the traceback)", file=sys.stderr)
+    return 1
 
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONHASHSEED", "0")

@@ -20,7 +20,16 @@ class _QuietBeamImport(logging.Filter):
         return "apitools not found" not in record.getMessage()
 
 
+class _NoInterruptTraceback(logging.Filter):
+    """Beam logs a whole traceback when Ctrl-C lands in a DoFn, before re-raising it; the CLI says
+    "interrupted" instead (the traceback stays available with `deca -v`, which logs at DEBUG)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "KeyboardInterrupt" not in record.getMessage() or logging.getLogger().level <= logging.DEBUG
+
+
 logging.getLogger().addFilter(_QuietBeamImport())
+logging.getLogger("apache_beam.runners.common").addFilter(_NoInterruptTraceback())
 
 import apache_beam as beam  # noqa: E402  (after the filter above)
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, _BeamArgumentParser  # noqa: E402
