@@ -255,7 +255,7 @@ def plot(rows: Sequence[Row], tasks: Sequence[str], path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from eval.io import atomic_write
+    from deca.io import atomic_write
 
     n = max(len(rows), 1)
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(max(8.0, 1.1 * len(tasks) + 4), 4.8),

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
     cols = compare.columns(rows, tasks)
     if args.out:
-        from eval.io import write_json, write_text
+        from deca.io import write_json, write_text
 
         prefix = Path(args.out)
         title = f"decaNLP runs compared ({split} split)"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from deca.registry import DECANLP
-from eval.io import atomic_write, write_text
+from deca.io import atomic_write, write_text
 from eval.metrics.registry import get_metric
 
 

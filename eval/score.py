@@ -16,7 +16,7 @@ from deca.errors import DataError, DecaError
 from deca.registry import all_tasks, get_task, resolve_tasks
 from deca.schema import read_split, split_dir
 from eval.api import PredictionMismatch, decascore, score_task
-from eval.io import write_json
+from deca.io import write_json
 from eval.metrics.registry import ScoreOptions
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ Files are written to a temporary name and renamed, so a crash never leaves half 
 from __future__ import annotations
 
 import dataclasses
-import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import torch
 
 from deca.config import ModelConfig, from_dict
 from deca.errors import ConfigError, DataError
+from deca.io import atomic_write
 from train.model import MQAN, build_model, vector_sources
 from train.vectors import VectorSource
 from train.vocab import Vocab
@@ -39,14 +40,7 @@ def save_checkpoint(path: str | Path, model: MQAN, extra: dict[str, Any] | None 
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "extra": extra or {},
     }
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return atomic_write(path, lambda tmp: torch.save(payload, tmp))
 
 
 def read_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
@@ -54,10 +48,15 @@ def read_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise DataError(path, "checkpoint not found", fix="check the path (train writes them under train.storage_dir)")
+    if not zipfile.is_zipfile(path):
+        raise DataError(path, f"not a complete checkpoint: the file ({path.stat().st_size:,} bytes) is truncated "
+                              "or not a torch file", fix="use another checkpoint (an earlier one, or retrain); "
+                                                         "`deca train` writes them atomically")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # truncated file, foreign pickle (weights_only refuses code), ...
-        raise DataError(path, f"cannot load as a checkpoint ({type(exc).__name__}: {str(exc)[:200]})",
+    except Exception as exc:  # corrupt archive, foreign pickle (weights_only refuses code), ...
+        first = " ".join(str(exc).split())[:300]
+        raise DataError(path, f"cannot load as a checkpoint: {type(exc).__name__}: {first}",
                         fix="use a checkpoint written by `deca train` (train/checkpoint.py)") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise DataError(path, f"not a {FORMAT} checkpoint", fix="use a checkpoint written by train/checkpoint.py")

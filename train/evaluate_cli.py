@@ -176,7 +176,7 @@ def write_predictions_dir(target: str | Path, predictions: Mapping[str, Sequence
 
 def write_plots(scored: Mapping[str, Any], plots_dir: str | Path, run_info: Mapping[str, Any]) -> list[Path]:
     """per_task.csv (headline per task) and the training curves of the run (or a note that there are none)."""
-    from eval.io import atomic_write, write_text
+    from deca.io import atomic_write, write_text
 
     plots_dir = Path(plots_dir)
     rows = ["task,metric,score"] + [f"{t},{r['headline']['name']},{r['headline']['value']:.4f}"
@@ -206,7 +206,7 @@ def _empty_plot(path: Path, text: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from eval.io import atomic_write
+    from deca.io import atomic_write
 
     fig, ax = plt.subplots(figsize=(6, 1.5))
     ax.axis("off")
@@ -257,7 +257,7 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
 
     from deca.errors import ConfigError
     from eval.api import decascore, score_task
-    from eval.io import write_json, write_text
+    from deca.io import write_json, write_text
     from eval.report import bar_chart, markdown
     from eval.score import metrics_document, task_options
 

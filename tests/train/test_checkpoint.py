@@ -47,7 +47,7 @@ def test_loading_is_weights_only(tmp_path):
     with pytest.raises(DataError, match="cannot load"):
         read_checkpoint(bad)
     (tmp_path / "trunc.pt").write_bytes(save_checkpoint(tmp_path / "ok.pt", tiny_model("s2s")).read_bytes()[:100])
-    with pytest.raises(DataError):
+    with pytest.raises(DataError, match="not a complete checkpoint: the file \\(100 bytes\\) is truncated"):
         read_checkpoint(tmp_path / "trunc.pt")
     torch.save({"format": "other"}, tmp_path / "foreign.pt")
     with pytest.raises(DataError, match="not a"):

@@ -1,4 +1,8 @@
-"""Writing result files atomically: a temp file in the same directory, renamed into place when complete."""
+"""Writing files atomically: a temp file in the same directory, flushed to disk, renamed into place.
+
+A crash, a kill or a full disk leaves either the old file or the new one, never half of one: the temp
+file is fsync'ed before the rename and the directory after it (so the rename itself survives a crash).
+"""
 from __future__ import annotations
 
 import json
@@ -16,11 +20,21 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     os.close(fd)
     try:
         write(Path(tmp))
+        _fsync(Path(tmp))
         os.replace(tmp, path)
+        _fsync(path.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_text(path: str | Path, text: str) -> Path:
