@@ -5,6 +5,7 @@ Examples:
   deca train --set train.strategy=single_task --set train.tasks=[sst] --run-name sst-only
   deca train --set train.num_workers=2 --set train.iterations=5000
   deca train --resume                                  # continue the latest run where it stopped
+  deca train --resume sst-only --set train.iterations=8000   # continue run sst-only, to a new length
   RAY_ADDRESS=ray://head:10001 deca train              # on an existing Ray cluster
 """
 from __future__ import annotations
@@ -40,17 +41,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="override a parameter, e.g. train.iterations=50 (repeatable; YAML values)")
     parser.add_argument("--run-name", help="name of the run under train.storage_dir and in MLflow "
                                            "(default: <strategy>-<date>-<time>)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue a stopped run from its latest checkpoint (the --run-name run, "
-                             "else the latest run); the schedule, data order and RNGs continue exactly")
+    parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="NAME",
+                        help="continue a stopped run from its latest checkpoint (run NAME, else the --run-name "
+                             "run, else the latest run) with the settings it was started with (change one with "
+                             "--set); the schedule, data order and RNGs continue exactly")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
     from train.trainer import fit
 
-    params = load_params(args.params, overrides=parse_overrides(args.overrides))
-    outcome = fit(params, run_name=args.run_name, resume=args.resume, progress=not args.no_progress)
+    overrides = parse_overrides(args.overrides)
+    params = load_params(args.params, overrides=overrides)
+    run_name = args.run_name
+    if isinstance(args.resume, str):
+        if run_name and run_name != args.resume:
+            raise ConfigError(f"--resume {args.resume} and --run-name {run_name} name different runs")
+        run_name = args.resume
+    outcome = fit(params, run_name=run_name, resume=bool(args.resume), progress=not args.no_progress,
+                  overrides=overrides)
     print(f"run {outcome.run_name}: {outcome.run_dir}")
     print(f"  mlflow run {outcome.mlflow_run_id} ({outcome.tracking_uri})")
     if outcome.checkpoint:

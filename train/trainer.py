@@ -29,6 +29,7 @@ from deca.config import Params
 from deca.errors import ConfigError, DataError, DecaError
 from deca.registry import resolve_tasks
 from deca.schema import split_dir
+from train.resume import params_for_resume
 
 log = logging.getLogger(__name__)
 
@@ -201,27 +202,30 @@ class ProgressBar:
 
 
 def fit(params: Params, *, run_name: str | None = None, resume: bool = False, progress: bool = True,
-        project: str | Path | None = None) -> Outcome:
-    """Train as `params.train` says; see the module docstring. Returns where everything went."""
+        project: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Outcome:
+    """Train as `params.train` says; see the module docstring. Returns where everything went.
+
+    With `resume`, the run continues with the params it recorded, plus `overrides` (train/resume.py)."""
     from train.tracking import end_run, start_run, tracking_uri, vocab_fingerprint
 
     project = Path(project or Path.cwd()).resolve()
     params = resolve_paths(params, project)
+    storage = Path(params.train.storage_dir)
+    if resume:
+        run_name = run_name or latest_run(storage)
+        run_file = storage / run_name / RUN_FILE
+        if not run_file.exists():
+            raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
+        params = params_for_resume(run_file, params, overrides or {})
+        info = json.loads(run_file.read_text(encoding="utf-8"))
+        uri, run_id = info["tracking_uri"], info["mlflow_run_id"]
     tc = params.train
     tasks = resolve_tasks(tc.tasks)
     check_inputs(params, tasks)
     from train.schedule import from_config
 
     schedule = from_config(tc, tasks)  # configuration errors surface before Ray starts
-    storage = Path(tc.storage_dir)
-    if resume:
-        run_name = run_name or latest_run(storage)
-        run_file = storage / run_name / RUN_FILE
-        if not run_file.exists():
-            raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
-        info = json.loads(run_file.read_text(encoding="utf-8"))
-        uri, run_id = info["tracking_uri"], info["mlflow_run_id"]
-    else:
+    if not resume:
         run_name = run_name or default_run_name(params)
         if (storage / run_name).exists():
             raise ConfigError(f"run {run_name!r} already exists under {storage}; "
@@ -233,7 +237,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
                                  "schedule": schedule.describe(), "workers": str(tc.num_workers)})
         (storage / run_name).mkdir(parents=True)
         info = {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "params": dataclasses.asdict(params)}
         (storage / run_name / RUN_FILE).write_text(json.dumps(info, indent=2), encoding="utf-8")
     run_dir = storage / run_name
 
@@ -251,8 +255,14 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
         with ProgressBar(sink, tc.iterations, progress):
             try:
                 result = trainer.fit()
+            except KeyboardInterrupt:
+                end_run(uri, run_id, "KILLED")
+                raise
             except Exception as exc:
-                end_run(uri, run_id, "FAILED")
+                interrupted = "KeyboardInterrupt" in repr(exc)
+                end_run(uri, run_id, "KILLED" if interrupted else "FAILED")
+                if interrupted:
+                    raise KeyboardInterrupt from exc
                 raise TrainingFailed(f"training run {run_name!r} failed: {exc}\n  checkpoints: {run_dir}; "
                                      f"continue with `deca train --resume {run_name}`") from exc
         end_run(uri, run_id, "FINISHED")

@@ -64,7 +64,7 @@ def base(mini_data, tmp_path_factory):
     return params, root
 
 
-def run(params, root, monkeypatch, name, resume=False, fail_at=None, **train):
+def run(params, root, monkeypatch, name, resume=False, fail_at=None, overrides=None, **train):
     from train.trainer import fit
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root}/mlflow.db")
@@ -73,7 +73,7 @@ def run(params, root, monkeypatch, name, resume=False, fail_at=None, **train):
     else:
         monkeypatch.setenv("DECA_TRAIN_FAIL_AT", str(fail_at))
     p = dataclasses.replace(params, train=dataclasses.replace(params.train, **train))
-    return fit(p, run_name=name, resume=resume, progress=False, project=root)
+    return fit(p, run_name=name, resume=resume, progress=False, project=root, overrides=overrides)
 
 
 def final_state(outcome):
@@ -106,7 +106,8 @@ def runs(ray_local, base):
             "C1": run(params, root, mp, "stopped", iterations=8),
         }
         out["C1 iteration"] = final_weights(out["C1"])[0]  # before the resumed run prunes it
-        out["C2"] = run(params, root, mp, "stopped", resume=True)
+        # the stopped run recorded iterations=8: continuing it further is an explicit --set
+        out["C2"] = run(params, root, mp, "stopped", resume=True, overrides={"train.iterations": ITERATIONS})
     finally:
         mp.undo()
     return out, root

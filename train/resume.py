@@ -1,0 +1,66 @@
+"""Continuing a stopped run with the settings it was started with.
+
+`deca train` records the resolved params of a run in ``<run>/deca_run.json``. `--resume` continues
+with those, not with whatever params.yaml says now: a run started with ``--set train.iterations=60``
+continues to 60. A setting is changed on resume only when asked for explicitly with ``--set``; what
+params.yaml changed in the meantime is listed and ignored.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+from deca.checks import check_values, leaves
+from deca.config import Params, from_dict
+from deca.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def recorded_params(run_file: Path) -> Params | None:
+    """The params a run was started with (None for a run recorded before they were kept)."""
+    info = json.loads(run_file.read_text(encoding="utf-8"))
+    if "params" not in info:
+        return None
+    return from_dict(Params, info["params"], where=f"{run_file}: params")
+
+
+def params_for_resume(run_file: Path, current: Params, overrides: Mapping[str, Any]) -> Params:
+    """The run's own params with `overrides` (the command's --set) applied; differences between them and
+    `current` (params.yaml now) that no --set asked for are reported and ignored."""
+    recorded = recorded_params(run_file)
+    if recorded is None:
+        log.warning("%s does not record the run's params: continuing with the current ones", run_file)
+        return current
+    params = _apply(recorded, overrides)
+    now, then = dict(leaves(current)), dict(leaves(params))
+    ignored = [f"{k}: {then[k]!r} (now {now[k]!r} in params.yaml)" for k in sorted(now)
+               if now[k] != then[k] and k not in overrides and not k.startswith(("data.", "evaluate."))]
+    if ignored:
+        log.warning("resuming with the run's own settings; ignored changes (use --set KEY=VALUE to change one): %s",
+                    "; ".join(ignored))
+    return params
+
+
+def changed_by(overrides: Mapping[str, Any], recorded: Params) -> dict[str, Any]:
+    """The overrides that change a recorded setting (logged to MLflow as a tag of the resumed run)."""
+    then = dict(leaves(recorded))
+    return {k: v for k, v in overrides.items() if then.get(k, object()) != v}
+
+
+def _apply(params: Params, overrides: Mapping[str, Any]) -> Params:
+    raw = dataclasses.asdict(params)
+    for dotted, value in overrides.items():
+        node = raw
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            if not isinstance(node.get(key), dict):
+                raise ConfigError(f"--set {dotted}: no such section {key!r}")
+            node = node[key]
+        node[leaf] = value
+    out = from_dict(Params, raw, where="--set")
+    check_values(out, {k: f"--set {k}={v}" for k, v in overrides.items()})
+    return out
