@@ -3,8 +3,9 @@
     deca score --task squad --split validation --predictions eval/predictions/squad.jsonl
     deca score --split validation --predictions-dir eval/predictions      # every <task>.jsonl + decaScore
 
-Defaults come from params.yaml (`data`, `evaluate` sections). Writes the metrics file for
-`dvc metrics` (``--metrics-out``), optionally a report (``--report``) and MLflow metrics (``--mlflow``).
+Defaults come from params.yaml (`data`, `evaluate` sections). Prints the scores; writes a metrics file
+only with ``--metrics-out FILE`` (never the pipeline's eval/metrics.json unless named), optionally a report
+(``--report DIR``) and MLflow metrics (``--mlflow``).
 """
 from __future__ import annotations
 
@@ -38,10 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--params", default="params.yaml", metavar="FILE", help="params file (default: %(default)s)")
     out = parser.add_argument_group("outputs")
     out.add_argument("--metrics-out", metavar="FILE",
-                     help="metrics JSON for `dvc metrics` (default: params evaluate.metrics_path)")
-    out.add_argument("--no-metrics-out", action="store_true", help="do not write the metrics file")
-    out.add_argument("--report", nargs="?", const="", metavar="DIR",
-                     help="write report.md and headline.png (DIR default: params evaluate.report_dir)")
+                     help="also write the metrics JSON to FILE (by default nothing is written: the pipeline's "
+                          "evaluate.metrics_path belongs to `deca evaluate`)")
+    out.add_argument("--report", metavar="DIR", help="write report.md and headline.png into DIR")
     out.add_argument("--mlflow", action="store_true",
                      help="log the metrics to the active MLflow run ($MLFLOW_RUN_ID)")
     parser.add_argument("--processes", type=int, metavar="N", help="ROUGE worker processes (default: automatic)")
@@ -73,12 +73,13 @@ def run(args: argparse.Namespace) -> int:
         scored = score_dir(split, args.predictions_dir or params.evaluate.predictions_dir, processed,
                            tasks=args.tasks, options_for=options_for)
 
-    if not args.no_metrics_out:
-        write_metrics(args.metrics_out or params.evaluate.metrics_path, scored)
+    if args.metrics_out:
+        write_metrics(args.metrics_out, scored)
+        print(f"wrote {args.metrics_out}", file=sys.stderr)
     if args.report is not None:
         from eval.report import write_report
 
-        write_report(scored, args.report or params.evaluate.report_dir)
+        write_report(scored, args.report)
     if args.mlflow:
         log_to_mlflow(scored)
     json.dump(scored, sys.stdout)

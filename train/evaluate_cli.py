@@ -45,6 +45,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-examples", type=int, metavar="N", help="first N examples of each task (default: all)")
     parser.add_argument("--max-answer-length", type=int, metavar="N", help="decoding steps (default: the model's)")
     parser.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: evaluate.device)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="write predictions, metrics, report and plots under DIR (default: the pipeline's "
+                             "evaluate.* paths for the pipeline's split, eval/<split>/ for another split, so that "
+                             "`--split test` never overwrites the pipeline's results)")
     parser.add_argument("--params", default="params.yaml", metavar="FILE", help="params file (default: %(default)s)")
     parser.add_argument("--no-mlflow", action="store_true", help="do not log to the run's MLflow run")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -309,6 +313,12 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     return scored
 
 
+def output_paths(out: str) -> dict[str, str]:
+    """evaluate.* output paths under one folder (an evaluation that is not the pipeline's stage)."""
+    return {"predictions_dir": f"{out}/predictions", "metrics_path": f"{out}/metrics.json",
+            "report_dir": f"{out}/report", "plots_dir": f"{out}/plots"}
+
+
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -318,6 +328,10 @@ def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in {"split": args.split, "tasks": args.tasks, "batch_size": args.batch_size,
                                    "max_examples": args.max_examples, "max_answer_length": args.max_answer_length,
                                    "device": args.device}.items() if v is not None}
+    out = args.out or (f"eval/{args.split}" if args.split and args.split != params.evaluate.split else None)
+    if out:
+        overrides.update(output_paths(out))
+        print(f"writing under {out}/ (the pipeline's evaluation in {params.evaluate.metrics_path} is left as it is)")
     params = dataclasses.replace(params, evaluate=dataclasses.replace(params.evaluate, **overrides))
     scored = evaluate(params, run=args.run, checkpoint=args.checkpoint, progress=not args.no_progress,
                       mlflow=not args.no_mlflow)

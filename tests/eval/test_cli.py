@@ -69,10 +69,10 @@ def test_predictions_dir_gives_a_partial_decascore_and_a_report(workspace, capsy
 def test_tasks_filter(workspace, capsys):
     tmp, processed, preds = workspace
     code, out, err = _run(capsys, "--split", "validation", "--predictions-dir", preds, "--data", processed,
-                          "--tasks", "sst", "--no-metrics-out")
+                          "--tasks", "sst")
     assert code == 0, err
     assert json.loads(out)["tasks"] == ["sst"]
-    assert not (tmp / "eval").exists()
+    assert not (tmp / "eval").exists()  # the pipeline's eval/metrics.json is not deca score's to write
 
 
 def test_missing_ids_are_an_error_with_counts(workspace, capsys):
@@ -95,7 +95,7 @@ def test_bad_prediction_lines_name_file_and_line(workspace, capsys, line, messag
     path = preds / "sst.jsonl"
     path.write_text('{"id": "dev-1", "prediction": "negative"}\n' + line + "\n")
     code, _, err = _run(capsys, "--task", "sst", "--split", "validation", "--predictions", path,
-                        "--data", processed, "--no-metrics-out")
+                        "--data", processed)
     assert code == 1
     assert f"{path}:2" in err and message in err
 
@@ -105,19 +105,17 @@ def test_duplicate_prediction_ids(workspace, capsys):
     path = preds / "sst.jsonl"
     path.write_text('{"id": "dev-1", "prediction": "a"}\n\n{"id": "dev-1", "prediction": "b"}\n')
     code, _, err = _run(capsys, "--task", "sst", "--split", "validation", "--predictions", path,
-                        "--data", processed, "--no-metrics-out")
+                        "--data", processed)
     assert code == 1 and f"{path}:3" in err and "first on line 1" in err
 
 
 def test_unknown_task_file_and_missing_split(workspace, capsys):
     tmp, processed, preds = workspace
     write_predictions(preds / "sts.jsonl", {"a": "b"})
-    code, _, err = _run(capsys, "--split", "validation", "--predictions-dir", preds, "--data", processed,
-                        "--no-metrics-out")
+    code, _, err = _run(capsys, "--split", "validation", "--predictions-dir", preds, "--data", processed)
     assert code == 1 and "sts" in err and "named after no registered task" in err
     (preds / "sts.jsonl").unlink()
-    code, _, err = _run(capsys, "--split", "test", "--predictions-dir", preds, "--data", processed,
-                        "--no-metrics-out")
+    code, _, err = _run(capsys, "--split", "test", "--predictions-dir", preds, "--data", processed)
     assert code == 1 and "no processed Parquet shards" in err and "deca prepare" in err
 
 
@@ -161,7 +159,7 @@ def test_mlflow_logging(workspace, capsys, monkeypatch):
         pass
     monkeypatch.setenv("MLFLOW_RUN_ID", run.info.run_id)  # as a parent process would hand it over
     code, out, err = _run(capsys, "--split", "validation", "--predictions-dir", preds, "--data", processed,
-                          "--no-metrics-out", "--mlflow")
+                          "--mlflow")
     assert code == 0, err
     metrics = mlflow.tracking.MlflowClient().get_run(run.info.run_id).data.metrics
     assert metrics["validation/sst/em"] == 75.0
@@ -172,7 +170,7 @@ def test_mlflow_without_a_run_is_an_error(workspace, capsys, monkeypatch):
     tmp, processed, preds = workspace
     monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
     code, _, err = _run(capsys, "--task", "sst", "--split", "validation", "--predictions", preds / "sst.jsonl",
-                        "--data", processed, "--no-metrics-out", "--mlflow")
+                        "--data", processed, "--mlflow")
     assert code == 1 and "no active MLflow run" in err
 
 

@@ -173,3 +173,28 @@ def test_cli_and_bad_settings(setup, tmp_path, capsys):
         evaluate_cli.find_run(tmp_path / "empty")
     assert main(["evaluate", "--params", str(path), "--run", str(tmp_path), "--no-progress"]) == 1
     assert "the run has no best model" in capsys.readouterr().err
+
+
+def test_another_split_never_overwrites_the_pipelines_results(setup, tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from deca.cli import main
+
+    params = params_for(setup)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump({"data": dataclasses.asdict(params.data),
+                                    "evaluate": dataclasses.asdict(params.evaluate),
+                                    "train": {"storage_dir": params.train.storage_dir}}))
+    pipeline_metrics = Path(params.evaluate.metrics_path)
+    before = pipeline_metrics.read_bytes() if pipeline_metrics.exists() else None
+    monkeypatch.chdir(tmp_path)
+    ckpt = str(setup[3] / "best" / "model.pt")
+    assert main(["evaluate", "--params", str(path), "--checkpoint", ckpt, "--split", "test", "--tasks", "sst",
+                 "--no-progress", "--no-mlflow", "--max-answer-length", "2"]) == 0
+    assert "writing under eval/test/" in capsys.readouterr().out
+    assert json.loads((tmp_path / "eval" / "test" / "metrics.json").read_text())["split"] == "test"
+    assert (tmp_path / "eval" / "test" / "predictions" / "sst.jsonl").exists()
+    assert (pipeline_metrics.read_bytes() if pipeline_metrics.exists() else None) == before
+    assert main(["evaluate", "--params", str(path), "--checkpoint", ckpt, "--tasks", "sst", "--out", "elsewhere",
+                 "--no-progress", "--no-mlflow", "--max-answer-length", "2"]) == 0
+    assert (tmp_path / "elsewhere" / "metrics.json").exists()
