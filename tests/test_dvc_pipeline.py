@@ -114,6 +114,58 @@ def test_second_repro_is_a_noop(repo):
     assert "up to date" in repo.dvc("status").stdout
 
 
+def _final_model(run_dir: Path) -> dict:
+    import torch
+
+    last = sorted(run_dir.glob("checkpoint_*"))[-1]
+    return torch.load(last / "state.pt", map_location="cpu", weights_only=False)
+
+
+def test_repro_killed_after_a_checkpoint_continues_from_it(repo):
+    """Ctrl-C during `dvc repro` of the train stage, then `dvc repro`: the run continues from its checkpoint
+    (not from iteration 0) and ends with the weights of the uninterrupted run; MLflow says KILLED, then FINISHED."""
+    import signal
+    import time
+
+    import torch
+    from mlflow import MlflowClient
+
+    run_dir = repo.path / "checkpoints" / "pipeline"
+    uninterrupted = _final_model(run_dir)
+    old_run = json.loads((run_dir / "deca_run.json").read_text())["mlflow_run_id"]
+    proc = subprocess.Popen([str(BIN / "dvc"), "repro", "-s", "-f", "train"], cwd=repo.path, env=repo.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + TIMEOUT
+
+    def new_run_checkpointed() -> bool:
+        try:
+            info = json.loads((run_dir / "deca_run.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return info["mlflow_run_id"] != old_run and (run_dir / "checkpoint_00000100" / "state.pt").exists()
+
+    while not new_run_checkpointed() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode != 0, out[-3000:]
+    killed = json.loads((run_dir / "deca_run.json").read_text())
+    assert not killed.get("finished")
+    client = MlflowClient(tracking_uri=f"sqlite:///{repo.path / 'mlflow.db'}")
+    assert client.get_run(killed["mlflow_run_id"]).info.status == "KILLED"
+
+    again = repo.dvc("repro")
+    assert "train" in ran_stages(again)
+    assert "continuing the interrupted run" in again.stdout + again.stderr
+    resumed = client.get_run(killed["mlflow_run_id"])
+    assert resumed.info.status == "FINISHED" and int(resumed.data.tags["resumed_from_iteration"]) >= 100
+    final = _final_model(run_dir)
+    assert final["iteration"] == uninterrupted["iteration"]
+    assert all(torch.equal(final["model"][k], uninterrupted["model"][k]) for k in uninterrupted["model"])
+    assert ran_stages(repo.dvc("repro")) == []
+
+
 def test_one_task_param_reruns_only_that_task_and_what_follows(repo):
     repo.commit("first run")
     repo.set_params({"prepare": {"task_options": {"squad": {"max_train_context_tokens": 60}}}})

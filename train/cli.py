@@ -45,11 +45,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="continue a stopped run from its latest checkpoint (run NAME, else the --run-name "
                              "run, else the latest run) with the settings it was started with (change one with "
                              "--set); the schedule, data order and RNGs continue exactly")
+    parser.add_argument("--auto-resume", action="store_true",
+                        help="with --run-name: continue that run if an interruption left it with the same params "
+                             "and a checkpoint, else start it over (the DVC train stage uses this, so that "
+                             "`dvc repro` after a kill continues where it stopped)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.trainer import fit
+    from train.trainer import auto_resume_run, fit
 
     overrides = parse_overrides(args.overrides)
     params = load_params(args.params, overrides=overrides)
@@ -58,8 +62,12 @@ def run(args: argparse.Namespace) -> int:
         if run_name and run_name != args.resume:
             raise ConfigError(f"--resume {args.resume} and --run-name {run_name} name different runs")
         run_name = args.resume
-    outcome = fit(params, run_name=run_name, resume=bool(args.resume), progress=not args.no_progress,
-                  overrides=overrides)
+    resume = bool(args.resume)
+    if args.auto_resume:
+        if not run_name or resume:
+            raise ConfigError("--auto-resume needs --run-name NAME (and no --resume)")
+        resume = auto_resume_run(params, run_name)
+    outcome = fit(params, run_name=run_name, resume=resume, progress=not args.no_progress, overrides=overrides)
     print(f"run {outcome.run_name}: {outcome.run_dir}")
     print(f"  mlflow run {outcome.mlflow_run_id} ({outcome.tracking_uri})")
     if outcome.checkpoint:

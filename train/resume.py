@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -64,3 +65,29 @@ def _apply(params: Params, overrides: Mapping[str, Any]) -> Params:
     out = from_dict(Params, raw, where="--set")
     check_values(out, {k: f"--set {k}={v}" for k, v in overrides.items()})
     return out
+
+
+def auto_resume(run_dir: Path, run_file_name: str, params: Params) -> bool:
+    """For a pipeline stage that reruns one run name (`deca train --auto-resume`, DVC's train stage): True to
+    continue the run in `run_dir`, which an interruption left with the same params and a checkpoint; else
+    the folder (another configuration's run, or a finished one being rerun) is removed and False returned."""
+    run_file = run_dir / run_file_name
+    if not run_dir.exists():
+        return False
+    why = None
+    if not run_file.exists():
+        why = "it has no run record"
+    else:
+        info = json.loads(run_file.read_text(encoding="utf-8"))
+        if info.get("finished"):
+            why = "it finished"
+        elif info.get("params") != dataclasses.asdict(params):
+            why = "its params differ from the current ones"
+        elif not any(run_dir.glob("checkpoint_*")):
+            why = "it has no checkpoint yet"
+    if why is None:
+        log.info("continuing the interrupted run %s from its latest checkpoint", run_dir)
+        return True
+    log.info("starting %s over: %s", run_dir, why)
+    shutil.rmtree(run_dir)
+    return False

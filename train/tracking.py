@@ -97,6 +97,11 @@ def start_run(uri: str, experiment: str, run_name: str, config: Mapping[str, Any
     return run_id
 
 
+def reopen_run(uri: str, run_id: str) -> None:
+    """Mark a resumed run RUNNING again (it was left KILLED, FAILED or, after a hard kill, RUNNING)."""
+    client(uri).update_run(run_id, status="RUNNING")
+
+
 def end_run(uri: str, run_id: str, status: str = "FINISHED") -> None:
     """Mark the run FINISHED / FAILED / KILLED."""
     client(uri).set_terminated(run_id, status)

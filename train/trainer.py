@@ -27,9 +27,10 @@ import pyarrow.parquet as pq
 from deca.checks import check_values
 from deca.config import Params
 from deca.errors import ConfigError, DataError, DecaError
+from deca.io import atomic_write
 from deca.registry import resolve_tasks
 from deca.schema import split_dir
-from train.resume import params_for_resume
+from train.resume import auto_resume, params_for_resume
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,12 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
                                 fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
                                     "why rows were dropped), or remove it from train.tasks")
     check_values(params, {})
+
+
+def auto_resume_run(params: Params, run_name: str, project: str | Path | None = None) -> bool:
+    """Whether `deca train --auto-resume --run-name NAME` continues NAME (see train.resume.auto_resume)."""
+    params = resolve_paths(params, Path(project or Path.cwd()).resolve())
+    return auto_resume(Path(params.train.storage_dir) / run_name, RUN_FILE, params)
 
 
 def default_run_name(params: Params) -> str:
@@ -206,7 +213,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
     """Train as `params.train` says; see the module docstring. Returns where everything went.
 
     With `resume`, the run continues with the params it recorded, plus `overrides` (train/resume.py)."""
-    from train.tracking import end_run, start_run, tracking_uri, vocab_fingerprint
+    from train.tracking import end_run, reopen_run, start_run, tracking_uri, vocab_fingerprint
 
     project = Path(project or Path.cwd()).resolve()
     params = resolve_paths(params, project)
@@ -219,6 +226,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
         params = params_for_resume(run_file, params, overrides or {})
         info = json.loads(run_file.read_text(encoding="utf-8"))
         uri, run_id = info["tracking_uri"], info["mlflow_run_id"]
+        reopen_run(uri, run_id)
     tc = params.train
     tasks = resolve_tasks(tc.tasks)
     check_inputs(params, tasks)
@@ -266,6 +274,8 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
                 raise TrainingFailed(f"training run {run_name!r} failed: {exc}\n  checkpoints: {run_dir}; "
                                      f"continue with `deca train --resume {run_name}`") from exc
         end_run(uri, run_id, "FINISHED")
+        info = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+        atomic_write(run_dir / RUN_FILE, lambda tmp: tmp.write_text(json.dumps({**info, "finished": True}, indent=2)))
     finally:
         if started:
             import ray

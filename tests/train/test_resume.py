@@ -49,3 +49,24 @@ def test_the_suggested_resume_command_parses():
     assert args.resume == "my-run"
     assert build_parser("train").parse_args(["train", "--resume"]).resume is True
     assert build_parser("train").parse_args(["train"]).resume is False
+
+
+def test_auto_resume_continues_only_an_interrupted_run_with_the_same_params(tmp_path):
+    from train.resume import auto_resume
+
+    params = Params()
+
+    def make(name, finished=False, checkpoint=True, **train):
+        run = tmp_path / name
+        (run / "checkpoint_00000100").mkdir(parents=True) if checkpoint else run.mkdir()
+        p = dataclasses.replace(params, train=dataclasses.replace(params.train, **train))
+        info = {"mlflow_run_id": "x", "params": dataclasses.asdict(p), **({"finished": True} if finished else {})}
+        (run / "deca_run.json").write_text(json.dumps(info), encoding="utf-8")
+        return run
+
+    assert auto_resume(make("interrupted"), "deca_run.json", params) is True
+    assert (tmp_path / "interrupted").exists()
+    for run in (make("finished", finished=True), make("other", lr=1e-4), make("early", checkpoint=False)):
+        assert auto_resume(run, "deca_run.json", params) is False
+        assert not run.exists()  # started over
+    assert auto_resume(tmp_path / "never", "deca_run.json", params) is False
