@@ -6,8 +6,9 @@ Examples::
     deca download --tasks decanlp --mirror ../shared/corpora
     deca download --tasks 'mrqa.*' --continue-on-error    # report every failure at the end
 
-Without ``--tasks`` / ``--raw-dir`` the values of ``data.tasks`` / ``data.raw_dir`` in params.yaml apply.
-Without ``--mirror`` the official URLs are used. See `pipelines.download` for what happens to each file.
+Without ``--tasks`` / ``--raw-dir`` / ``--mirror`` the values of ``data.tasks`` / ``data.raw_dir`` /
+``data.mirror`` in params.yaml apply.
+Without ``--mirror``, ``data.mirror`` in params.yaml applies (the official URLs when it is null). See `pipelines.download` for what happens to each file.
 """
 from __future__ import annotations
 
@@ -45,15 +46,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    tasks, raw_dir = args.tasks, args.raw_dir
-    if tasks is None or raw_dir is None:
+    tasks, raw_dir, mirror = args.tasks, args.raw_dir, args.mirror
+    if tasks is None or raw_dir is None or mirror is None:
         from deca.config import load_section
 
-        data = load_section("data", Path(args.params))
-        tasks = tasks if tasks is not None else data.tasks
-        raw_dir = raw_dir if raw_dir is not None else data.raw_dir
+        data = load_section("data", Path(args.params)) if Path(args.params).exists() else None
+        tasks = tasks if tasks is not None else (data.tasks if data else ["all"])
+        raw_dir = raw_dir if raw_dir is not None else (data.raw_dir if data else "data/raw")
+        mirror = mirror if mirror is not None else (data.mirror if data else None)
+        if mirror:
+            print(f"copying from the mirror {mirror} (data.mirror in {args.params}; --mirror DIR to change)",
+                  file=sys.stderr)
     selectors = [s for item in tasks for s in item.replace(",", " ").split() if s]
-    outcomes = download(selectors, raw_dir, args.mirror, continue_on_error=args.continue_on_error,
+    outcomes = download(selectors, raw_dir, mirror, continue_on_error=args.continue_on_error,
                         timeout=args.timeout, retries=args.retries, progress=not args.no_progress)
     print(format_table(outcomes))
     failed = [o for o in outcomes if o.action == "failed"]

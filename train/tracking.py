@@ -168,8 +168,7 @@ def plot_run(uri: str, run_id: str, out_dir: str | Path) -> list[Path]:
     written = []
     for name, prefix, ylabel in (("loss", "train/loss/", "training loss (NLL)"),
                                  ("validation", "val/", "validation metric (0-100)")):
-        series = {k: v for k, v in hist.items() if k.startswith(prefix)
-                  and (name == "loss" or k.endswith("/headline") or k == "val/decascore")}
+        series = {k: v for k, v in hist.items() if k.startswith(prefix) and (name == "loss" or k.endswith("/headline"))}
         if not series:
             continue
         fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -177,6 +176,12 @@ def plot_run(uri: str, run_id: str, out_dir: str | Path) -> list[Path]:
             steps, values = zip(*points)
             ax.plot(steps, values, label=key[len(prefix):] if name == "loss" else key[4:], marker="." if
                     len(points) < 30 else None)
+        total = hist.get("val/score") if name == "validation" and len(series) > 1 else None
+        if total:  # the sum of headlines (up to 100 per task) gets its own axis, not the 0-100 one
+            twin = ax.twinx()
+            twin.plot(*zip(*total), color="black", linestyle=":", label="sum of headlines")
+            twin.set_ylabel("sum of headline metrics (right)")
+            twin.legend(loc="lower right", fontsize="small")
         for step in changes:
             ax.axvline(step, color="grey", linestyle="--", linewidth=0.8)
         ax.set_xlabel("iteration")

@@ -16,7 +16,6 @@ import dataclasses
 import json
 import logging
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from deca.errors import ConfigError, DataError, DecaError
 from deca.io import atomic_write
 from deca.registry import resolve_tasks
 from deca.schema import split_dir
+from train.progress import ProgressBar
 from train.resume import auto_resume, params_for_resume
 
 log = logging.getLogger(__name__)
@@ -155,59 +155,6 @@ def _progress_sink():
     return ProgressSink.remote()
 
 
-class ProgressBar:
-    """A tqdm bar on the driver fed by the progress actor: iteration, phase, loss, tokens/s."""
-
-    def __init__(self, sink, total: int, enabled: bool):
-        self.sink, self.total, self.enabled = sink, total, enabled
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self):
-        if self.enabled:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        import ray
-        from tqdm import tqdm
-
-        bar = tqdm(total=self.total, desc="train", unit="it", dynamic_ncols=True)
-        shown: dict[str, str] = {}
-        try:
-            while True:
-                stopping = self._stop.wait(0.5)
-                try:
-                    items = ray.get(self.sink.drain.remote(), timeout=5)
-                except Exception:  # the actor can be briefly unreachable during a restart
-                    items = []
-                for item in items:
-                    if "iteration" in item:
-                        bar.n = min(int(item["iteration"]), self.total)
-                    if "phase" in item:
-                        shown["phase"] = str(item["phase"])
-                    if item.get("loss") is not None:
-                        shown["loss"] = f"{item['loss']:.3f}"
-                    if item.get("tokens_per_s") is not None:
-                        shown["tok/s"] = f"{item['tokens_per_s']:.0f}"
-                    if "event" in item:
-                        shown["event"] = item["event"]
-                    elif "loss" in item:
-                        shown.pop("event", None)
-                if items:
-                    bar.set_postfix(shown, refresh=False)
-                    bar.refresh()
-                if stopping:
-                    break
-        finally:
-            bar.close()
-
-
 def fit(params: Params, *, run_name: str | None = None, resume: bool = False, progress: bool = True,
         project: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Outcome:
     """Train as `params.train` says; see the module docstring. Returns where everything went.
@@ -239,7 +186,9 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
             raise ConfigError(f"run {run_name!r} already exists under {storage}; "
                               f"pass --resume to continue it or choose another --run-name")
         uri = tracking_uri(project)
-        run_id = start_run(uri, tc.experiment, run_name, dataclasses.asdict(params), project=project,
+        # a DVC experiment's run is named after the experiment (every one trains the run folder `pipeline`)
+        mlflow_name = os.environ.get("DVC_EXP_NAME") or run_name
+        run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project,
                            vocab=vocab_fingerprint(params.data.vocab_path),
                            tags={"strategy": tc.strategy, "tasks": ",".join(tasks),
                                  "schedule": schedule.describe(), "workers": str(tc.num_workers)})
@@ -260,7 +209,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
         if fail_at:
             config["fail_at"] = {"iteration": int(fail_at), "marker": str(run_dir / ".injected_failure")}
         trainer = build_trainer(params, run_name, config)
-        with ProgressBar(sink, tc.iterations, progress):
+        with ProgressBar(sink, tc.iterations, progress, tc.max_minutes):
             try:
                 result = trainer.fit()
             except KeyboardInterrupt:

@@ -432,3 +432,16 @@ def test_mirror_mismatch_without_manifest_suggests_one(tmp_path):
         ensure_source(TASK, Source("fake/f.txt", None, sha256=sha(b"official")), ctx_for(raw, mirror))
     assert f"the mirror {mirror} has no SHA256SUMS" in str(info.value)
     assert not (raw / "fake").exists()
+
+
+def test_cli_reads_the_mirror_from_params(tmp_path, fixture_corpora, capsys):
+    """`deca download` used to ignore data.mirror and try the internet."""
+    from deca.cli import main
+
+    params = tmp_path / "params.yaml"
+    params.write_text(f"data:\n  mirror: {fixture_corpora}\n  raw_dir: {tmp_path / 'raw'}\n", encoding="utf-8")
+    assert main(["download", "--tasks", "sst", "--params", str(params), "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert f"copying from the mirror {fixture_corpora}" in captured.err and "copied" in captured.out
+    assert (tmp_path / "raw" / "sst" / "dev_binary_sent.csv").read_bytes() == \
+        (fixture_corpora / "sst" / "dev_binary_sent.csv").read_bytes()

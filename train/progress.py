@@ -1,0 +1,99 @@
+"""Training progress on the driver, fed by rank 0 through a Ray actor (train.loop.Progress).
+
+On a terminal, a tqdm bar (iteration, phase, loss, tokens/s); elsewhere (a DVC stage, a log file, CI) or
+with `--no-progress`, one plain line every `every_s` seconds, so that a long run is never silent. A run
+bounded by `train.max_minutes` shows the time left instead of an ETA for its placeholder iteration count.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+
+class ProgressBar:
+    """Drains the progress actor every half second into a bar or periodic lines."""
+
+    def __init__(self, sink, total: int, bar: bool = True, max_minutes: float | None = None, every_s: float = 30.0,
+                 stream=None):
+        self.sink, self.total, self.max_minutes, self.every_s = sink, total, max_minutes, every_s
+        self.stream = stream or sys.stderr
+        self.bar = bar and self.stream.isatty()
+        self.shown: dict[str, str] = {}
+        self.iteration = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        if self.sink is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def update(self, items: list[dict]) -> None:
+        """Fold progress messages into the iteration and the fields shown."""
+        for item in items:
+            if "iteration" in item:
+                self.iteration = min(int(item["iteration"]), self.total)
+            if "phase" in item:
+                self.shown["phase"] = str(item["phase"])
+            if item.get("loss") is not None:
+                self.shown["loss"] = f"{item['loss']:.3f}"
+            if item.get("tokens_per_s") is not None:
+                self.shown["tok/s"] = f"{item['tokens_per_s']:.0f}"
+            if "event" in item:
+                self.shown["event"] = item["event"]
+            elif "loss" in item:
+                self.shown.pop("event", None)
+
+    def line(self, elapsed: float) -> str:
+        """One plain progress line: iteration, elapsed and remaining time, and the fields shown."""
+        if self.max_minutes:
+            left = f"{max(0.0, self.max_minutes - elapsed / 60):.1f} min left of {self.max_minutes:g}"
+        elif self.iteration:
+            left = f"~{(self.total - self.iteration) * elapsed / self.iteration / 60:.1f} min left"
+        else:
+            left = "starting"
+        fields = ", ".join(f"{k}={v}" for k, v in self.shown.items())
+        of = "" if self.max_minutes else f"/{self.total}"
+        return f"train: iteration {self.iteration}{of}, {elapsed / 60:.1f} min, {left}" + (f"; {fields}" if fields else "")
+
+    def _drain(self) -> list[dict]:
+        import ray
+
+        try:
+            return ray.get(self.sink.drain.remote(), timeout=5)
+        except Exception:  # the actor can be briefly unreachable during a restart
+            return []
+
+    def _run(self) -> None:
+        from tqdm import tqdm
+
+        start = last_line = time.monotonic()
+        bar = tqdm(total=None if self.max_minutes else self.total, desc="train", unit="it", dynamic_ncols=True,
+                   file=self.stream) if self.bar else None
+        try:
+            while True:
+                stopping = self._stop.wait(0.5)
+                items = self._drain()
+                self.update(items)
+                now = time.monotonic()
+                if bar is not None and items:
+                    bar.n = self.iteration
+                    postfix = dict(self.shown)
+                    if self.max_minutes:
+                        postfix["left"] = f"{max(0.0, self.max_minutes - (now - start) / 60):.1f}min"
+                    bar.set_postfix(postfix, refresh=False)
+                    bar.refresh()
+                elif bar is None and (now - last_line >= self.every_s or stopping):
+                    print(self.line(now - start), file=self.stream, flush=True)
+                    last_line = now
+                if stopping:
+                    break
+        finally:
+            if bar is not None:
+                bar.close()
