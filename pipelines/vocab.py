@@ -143,7 +143,9 @@ def build(p: beam.Pipeline, files: Sequence[str], size: int, tmp_path: str) -> N
 def run(tasks: Sequence[str], processed: str | Path, vocab_path: str | Path, cfg: PrepareConfig,
         beam_args: Sequence[str] = (), size: int | None = None) -> dict[str, Any]:
     """Build the vocabulary of `tasks` from the processed data and write it atomically to `vocab_path`."""
-    size = size or cfg.vocab_size
+    size = cfg.vocab_size if size is None else size
+    if size < 1:
+        raise ConfigError(f"vocabulary size {size} (--vocab-size or prepare.vocab_size): must be >= 1")
     for path in (processed, vocab_path):
         if "://" in str(path):
             raise ConfigError(f"{path}: URLs are not supported; use a filesystem path shared by the driver and workers")

@@ -100,3 +100,14 @@ def test_vocab_skips_eval_only_tasks_and_needs_processed_train(processed, tmp_pa
     with pytest.raises(DataError, match=r"deca prepare --tasks woz.en"):
         vocab.run(["woz.en"], processed, tmp_path / "v.txt", PrepareConfig())
     assert not (tmp_path / "v.txt").exists()
+
+
+def test_a_zero_vocabulary_size_is_refused_not_replaced(processed, tmp_path):
+    """`--vocab-size 0` used to build the default 50,000-token vocabulary silently."""
+    from deca.config import PrepareConfig
+    from deca.errors import ConfigError
+    from pipelines import vocab
+
+    with pytest.raises(ConfigError, match=r"vocabulary size 0 \(--vocab-size or prepare.vocab_size\): must be >= 1"):
+        vocab.run(["sst"], processed, tmp_path / "v.txt", PrepareConfig(), size=0)
+    assert not (tmp_path / "v.txt").exists()
