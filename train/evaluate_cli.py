@@ -179,13 +179,16 @@ def write_predictions_dir(target: str | Path, predictions: Mapping[str, Sequence
 
 
 def write_plots(scored: Mapping[str, Any], plots_dir: str | Path, run_info: Mapping[str, Any]) -> list[Path]:
-    """per_task.csv (headline per task) and the training curves of the run (or a note that there are none)."""
+    """per_task.csv and .png (headline per task) and the training curves of the run (or a note that there are
+    none)."""
     from deca.io import atomic_write, write_text
+    from eval.report import bar_chart
 
     plots_dir = Path(plots_dir)
     rows = ["task,metric,score"] + [f"{t},{r['headline']['name']},{r['headline']['value']:.4f}"
                                     for t, r in scored["results"].items()]
-    written = [write_text(plots_dir / "per_task.csv", "\n".join(rows) + "\n")]
+    written = [write_text(plots_dir / "per_task.csv", "\n".join(rows) + "\n"),
+               bar_chart(scored, plots_dir / "per_task.png")]  # an image: `dvc plots show` needs no internet
     curves: dict[str, Path] = {}
     if run_info.get("mlflow_run_id") and run_info.get("tracking_uri"):
         from train.tracking import plot_run

@@ -72,6 +72,7 @@ def test_writes_predictions_metrics_report_and_plots(setup):
     assert metrics["decascore"] == pytest.approx(scored["decascore"])
     report = (Path(ev.report_dir) / "report.md").read_text()
     assert report.startswith("# Evaluation") and "run1/best/model.pt" in report and "decaScore" in report
+    assert (Path(ev.plots_dir) / "per_task.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     csv = (Path(ev.plots_dir) / "per_task.csv").read_text().splitlines()
     assert csv[0] == "task,metric,score" and {line.split(",")[0] for line in csv[1:]} == set(TASKS)
     for png in ("loss.png", "validation.png"):  # no MLflow run here: a placeholder says so
