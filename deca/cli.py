@@ -84,8 +84,6 @@ def report_failure(exc: BaseException, verbose: bool = False) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     known = next((e for e in chain if isinstance(e, (DecaError, OSError))), None)
-    if known is None and isinstance(exc, KeyError):  # unknown task names
-        known = exc
     if known is None or isinstance(exc, SystemExit):
         raise exc
     if verbose:
@@ -94,7 +92,7 @@ def report_failure(exc: BaseException, verbose: bool = False) -> int:
         where = f"{known.filename}: " if known.filename else ""
         text = f"{where}{known.strerror or known}"
     else:
-        text = known.args[0] if isinstance(known, KeyError) and known.args else str(known)
+        text = str(known)
     print(f"error: {text}", file=sys.stderr)
     if not verbose and not isinstance(known, DecaError):
         print("(run `deca -v ...` for the traceback)", file=sys.stderr)

@@ -273,6 +273,13 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] 
     return params
 
 
+def tracking_uri(project: str | Path) -> str:
+    """The MLflow store: $MLFLOW_TRACKING_URI, else a local SQLite store in the project directory."""
+    import os
+
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(project).resolve() / 'mlflow.db'}"
+
+
 def load_section(name: str, path: str | Path = DEFAULT_PARAMS) -> Any:
     """Load one section (e.g. "train") of params.yaml, validating the whole file."""
     return getattr(load_params(path), name)

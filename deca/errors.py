@@ -41,3 +41,19 @@ def _rebuild_data_error(path, text, line, fix):
 
 class DownloadError(DecaError):
     """A file that could not be fetched or verified."""
+
+
+class UnknownName(DecaError, KeyError):
+    """A task or metric name that is not registered; says the closest names (edit distance) and where to look.
+
+    A KeyError too, for callers that test membership that way; the CLI reports it as one line."""
+
+    def __init__(self, kind: str, name: str, known, where: str):
+        import difflib
+
+        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}; {where}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])

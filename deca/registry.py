@@ -11,13 +11,14 @@ Raw files are addressed by a path relative to the raw directory, which is also t
 """
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from deca.errors import UnknownName
 
 SPLITS = ("train", "validation", "test")
 
@@ -143,12 +144,10 @@ def all_tasks() -> dict[str, Task]:
 
 
 def get_task(name: str) -> Task:
-    """The task called `name`; a KeyError lists the names that exist."""
+    """The task called `name`; an UnknownName (a KeyError) suggests the closest registered names."""
     tasks = all_tasks()
     if name not in tasks:
-        close = [n for n in tasks if name.split(".")[0] in n][:5]
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise KeyError(f"unknown task {name!r}{hint}; `deca ls` lists them")
+        raise UnknownName("task", name, tasks, "`deca ls` lists them")
     return tasks[name]
 
 
@@ -172,7 +171,3 @@ def resolve_tasks(selectors: Sequence[str] | str) -> list[str]:
             names = [sel]
         out.extend(n for n in names if n not in out)
     return out
-
-
-def option_fields(task: Task) -> list[str]:
-    return [f.name for f in dataclasses.fields(task.options)]

@@ -1,7 +1,6 @@
 """The one Parquet schema of processed examples, shared by every task, and how to read it back."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -67,7 +66,3 @@ def iter_rows(processed_dir: str | Path, task: str, split: str, columns: list[st
     for file in files:
         for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_size, columns=columns):
             yield from batch.to_pylist()
-
-
-def parse_gold(value: str | None) -> dict[str, Any] | None:
-    return None if value is None else json.loads(value)

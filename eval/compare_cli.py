@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                                   f"(`dvc exp show` lists them)")
         rows += found
     if use_mlflow:
-        from train.tracking import tracking_uri
+        from deca.config import tracking_uri
 
         uri = args.tracking_uri or tracking_uri(Path.cwd())
         experiments = args.mlflow or [params.train.experiment if params else "decanlp"]

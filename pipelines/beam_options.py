@@ -133,8 +133,3 @@ def counters(result: Any, namespace: str) -> dict[str, int]:
         value = c.committed if c.committed is not None else c.attempted
         out[c.key.metric.name] = out.get(c.key.metric.name, 0) + int(value or 0)
     return dict(sorted(out.items()))
-
-
-def format_counters(values: dict[str, int]) -> str:
-    width = max((len(k) for k in values), default=0)
-    return "\n".join(f"  {k:<{width}}  {v:,}" for k, v in values.items())

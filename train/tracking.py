@@ -30,12 +30,9 @@ from typing import Any, Mapping
 
 import yaml
 
+from deca.config import tracking_uri  # noqa: F401  (re-exported: train code imports it from here)
+
 PARAM_LIMIT = 6000  # MLflow's maximum param value length
-
-
-def tracking_uri(project: str | Path) -> str:
-    """$MLFLOW_TRACKING_URI, else a local SQLite store in the project directory."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(project).resolve() / 'mlflow.db'}"
 
 
 def client(uri: str):

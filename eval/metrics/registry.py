@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from deca.errors import UnknownName
 from deca.registry import DECANLP
 
 
@@ -78,9 +79,9 @@ def register_family(name: str, metrics: Sequence[Metric]) -> Callable[[FamilyFn]
 
 
 def get_metric(name: str) -> Metric:
-    """The registered metric `name`; KeyError lists the known names."""
+    """The registered metric `name`; an UnknownName (a KeyError) suggests the closest names."""
     if name not in METRICS:
-        raise KeyError(f"unknown metric {name!r}; known: {', '.join(sorted(METRICS))}")
+        raise UnknownName("metric", name, METRICS, f"known: {', '.join(sorted(METRICS))}")
     return METRICS[name]
 
 

@@ -48,3 +48,14 @@ def test_deca_train_refuses_a_bad_value_before_starting_anything(tmp_path, monke
     err = capsys.readouterr().err
     assert code == 1 and "model.dropout = 1.5: must be in [0, 1)" in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_unknown_task_and_metric_names_get_edit_distance_suggestions():
+    from deca.errors import DecaError
+    from deca.registry import get_task
+    from eval.metrics.registry import get_metric
+
+    with pytest.raises(DecaError, match=r"unknown task 'sqaud' \(did you mean squad\?\)"):
+        get_task("sqaud")  # a substring match found nothing here
+    with pytest.raises(KeyError, match=r"did you mean rouge"):
+        get_metric("rougel")
