@@ -117,7 +117,7 @@ def test_second_repro_is_a_noop(repo):
 def _final_model(run_dir: Path) -> dict:
     import torch
 
-    last = sorted(run_dir.glob("checkpoint_*"))[-1]
+    last = sorted(p for p in run_dir.glob("checkpoint_*") if p.is_dir())[-1]
     return torch.load(last / "state.pt", map_location="cpu", weights_only=False)
 
 

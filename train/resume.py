@@ -83,7 +83,7 @@ def auto_resume(run_dir: Path, run_file_name: str, params: Params) -> bool:
             why = "it finished"
         elif info.get("params") != dataclasses.asdict(params):
             why = "its params differ from the current ones"
-        elif not any(run_dir.glob("checkpoint_*")):
+        elif not any(p.is_dir() for p in run_dir.glob("checkpoint_*")):  # Ray's checkpoint_<n>/ folders
             why = "it has no checkpoint yet"
     if why is None:
         log.info("continuing the interrupted run %s from its latest checkpoint", run_dir)
