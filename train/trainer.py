@@ -170,7 +170,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
         run_file = storage / run_name / RUN_FILE
         if not run_file.exists():
             raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
-        params = params_for_resume(run_file, params, overrides or {})
+        params = resolve_paths(params_for_resume(run_file, params, overrides or {}), project)
         info = json.loads(run_file.read_text(encoding="utf-8"))
         uri, run_id = info["tracking_uri"], info["mlflow_run_id"]
         reopen_run(uri, run_id)
