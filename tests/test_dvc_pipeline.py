@@ -130,6 +130,8 @@ def test_repro_killed_after_a_checkpoint_continues_from_it(repo):
     import torch
     from mlflow import MlflowClient
 
+    from train.resume import registered_checkpoints
+
     run_dir = repo.path / "checkpoints" / "pipeline"
     uninterrupted = _final_model(run_dir)
     old_run = json.loads((run_dir / "deca_run.json").read_text())["mlflow_run_id"]
@@ -142,7 +144,7 @@ def test_repro_killed_after_a_checkpoint_continues_from_it(repo):
             info = json.loads((run_dir / "deca_run.json").read_text())
         except (OSError, ValueError):
             return False
-        return info["mlflow_run_id"] != old_run and (run_dir / "checkpoint_00000100" / "state.pt").exists()
+        return info["mlflow_run_id"] != old_run and "checkpoint_00000100" in registered_checkpoints(run_dir)
 
     while not new_run_checkpointed() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -83,7 +83,7 @@ def auto_resume(run_dir: Path, run_file_name: str, params: Params) -> bool:
             why = "it finished"
         elif info.get("params") != dataclasses.asdict(params):
             why = "its params differ from the current ones"
-        elif not any(p.is_dir() for p in run_dir.glob("checkpoint_*")):  # Ray's checkpoint_<n>/ folders
+        elif not registered_checkpoints(run_dir):
             why = "it has no checkpoint yet"
     if why is None:
         log.info("continuing the interrupted run %s from its latest checkpoint", run_dir)
@@ -91,3 +91,13 @@ def auto_resume(run_dir: Path, run_file_name: str, params: Params) -> bool:
     log.info("starting %s over: %s", run_dir, why)
     shutil.rmtree(run_dir)
     return False
+
+
+def registered_checkpoints(run_dir: Path) -> list[str]:
+    """The checkpoints Ray Train registered for the run (its snapshot file): a `checkpoint_<n>/` folder that
+    is not listed there was cut off while being written and is not restored."""
+    try:
+        snapshot = json.loads((run_dir / "checkpoint_manager_snapshot.json").read_text(encoding="utf-8"))
+        return [r["checkpoint_dir_name"] for r in snapshot.get("checkpoint_results", [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []

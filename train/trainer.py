@@ -16,6 +16,7 @@ import dataclasses
 import json
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,7 +212,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
         trainer = build_trainer(params, run_name, config)
         with ProgressBar(sink, tc.iterations, progress, tc.max_minutes):
             try:
-                result = trainer.fit()
+                result = fit_in_thread(trainer)
             except KeyboardInterrupt:
                 end_run(uri, run_id, "KILLED")
                 raise
@@ -233,6 +234,28 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
     best = run_dir / "best"
     return Outcome(run_name, run_dir, run_id, uri, result.checkpoint.path if result.checkpoint else None,
                    best if best.exists() else None, dict(result.metrics or {}))
+
+
+def fit_in_thread(trainer):
+    """`trainer.fit()` in a helper thread. In the main thread, Ray Train replaces the SIGINT handler with its
+    own, which ends the process with status 0 or 1, no message, and the MLflow run left RUNNING; from a
+    thread it does not, and Ctrl-C reaches `fit` as KeyboardInterrupt (the run is marked KILLED, Ray is
+    shut down, and the checkpoints written so far are kept for `--resume`)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = trainer.fit()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="ray-train-fit", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.5)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
 
 
 def build_trainer(params: Params, run_name: str, config: dict[str, Any]):

@@ -58,8 +58,9 @@ def test_auto_resume_continues_only_an_interrupted_run_with_the_same_params(tmp_
 
     def make(name, finished=False, checkpoint=True, **train):
         run = tmp_path / name
-        (run / "checkpoint_00000100").mkdir(parents=True) if checkpoint else run.mkdir()
-        (run / "checkpoint_manager_snapshot.json").write_text("{}")  # Ray writes this beside the folders
+        (run / "checkpoint_00000100").mkdir(parents=True)  # a folder alone is not a checkpoint: Ray's snapshot
+        listed = [{"checkpoint_dir_name": "checkpoint_00000100"}] if checkpoint else []  # lists the registered
+        (run / "checkpoint_manager_snapshot.json").write_text(json.dumps({"checkpoint_results": listed}))
         p = dataclasses.replace(params, train=dataclasses.replace(params.train, **train))
         info = {"mlflow_run_id": "x", "params": dataclasses.asdict(p), **({"finished": True} if finished else {})}
         (run / "deca_run.json").write_text(json.dumps(info), encoding="utf-8")
