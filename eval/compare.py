@@ -203,6 +203,8 @@ def rows_from_mlflow(tracking_uri: str, experiments: Sequence[str] = (), run_ids
             log.info("MLflow run %s (%s): no %s metrics, skipped", name, run.info.run_id, split)
             continue
         strategy = run.data.params.get("train.strategy") or run.data.tags.get("strategy", "")
+        if strategy not in ("", "fully_joint", "single_task") and "phase.1" not in run.data.tags:
+            strategy += " (first phase only)"  # a curriculum that never reached its joint phase
         rows.append(Row(name, "mlflow", scores, strategy=strategy,
                         meta={"run_id": run.info.run_id, "status": run.info.status, "metrics": keys,
                               "dvc_exp": run.data.tags.get("dvc.exp_name", "")}))

@@ -37,8 +37,8 @@ def store(tmp_path_factory):
     exp = client.create_experiment("decanlp", artifact_location=(path / "artifacts").as_uri())
     ids = {}
 
-    def run(name, strategy, metrics):
-        r = client.create_run(exp, run_name=name, tags={"strategy": strategy})
+    def run(name, strategy, metrics, **tags):
+        r = client.create_run(exp, run_name=name, tags={"strategy": strategy, **tags})
         client.log_batch(r.info.run_id, params=[Param("train.strategy", strategy)],
                          metrics=[Metric(k, v, 0, 7) for k, v in metrics.items()])
         client.set_terminated(r.info.run_id)
@@ -49,7 +49,8 @@ def store(tmp_path_factory):
                       headline_key("sst", "test"): 42.0})
     run("joint", "fully_joint", evaluated)
     run("squad-first", "anti_curriculum_squad", {"val/squad/headline": 30.0, "val/sst/headline": 60.0,
-                                                 "val/decascore": 90.0, "train/loss": 3.0})
+                                                 "val/decascore": 90.0, "train/loss": 3.0},
+        **{"phase.0": "anti_curriculum_squad from iteration 0", "phase.1": "round_robin from iteration 3"})
     run("crashed", "fully_joint", {"train/loss": 9.0})
     return uri, ids
 
@@ -156,3 +157,17 @@ def test_text_table_marks_missing_and_partial():
     header, _, line, note = text.splitlines()
     assert header.split() == ["run", "strategy", "SQuAD", "SST", "decaScore"]
     assert line.split() == ["a", "fully_joint", "-", "12.3", "12.3*"] and note.startswith("* partial")
+
+
+def test_a_curriculum_run_that_never_left_its_first_phase_is_labelled(tmp_path):
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("decanlp", artifact_location=(tmp_path / "artifacts").as_uri())
+    r = client.create_run(exp, run_name="short", tags={"phase.0": "anti_curriculum_squad from iteration 0"})
+    client.log_batch(r.info.run_id, params=[Param("train.strategy", "anti_curriculum_squad")],
+                     metrics=[Metric("val/squad/headline", 5.0, 0, 7)])
+    (row,) = compare.rows_from_mlflow(uri, experiments=["decanlp"])
+    assert row.strategy == "anti_curriculum_squad (first phase only)"
