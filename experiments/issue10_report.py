@@ -38,6 +38,23 @@ def at_batches(curve: list, batches: float) -> tuple[int, float] | None:
     return done[-1] if done else None
 
 
+def refresh_curve(report: dict, task: str) -> None:
+    """Re-read a single-task run's validation curve from MLflow (a run continued with `deca train --resume`
+    has more points than its report). Minutes are training time: a pause between two validations longer
+    than 3 minutes (the run was stopped, then resumed) counts as 3 minutes."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{WORK / 'mlflow.db'}")
+    start = client.get_run(report["mlflow_run_id"]).info.start_time
+    points = sorted(client.get_metric_history(report["mlflow_run_id"], f"val/{task}/headline"), key=lambda m: m.step)
+    curve, minutes, last = [], 0.0, start
+    for m in points:
+        minutes += min((m.timestamp - last) / 60000, 3.0)
+        last = m.timestamp
+        curve.append([m.step, minutes, m.value])
+    report["curve"] = curve
+
+
 def summarize(single: dict, joint: dict | None, processed: Path) -> dict:
     rows = {}
     for t in TASKS:
@@ -110,6 +127,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "issue10")
     args = ap.parse_args()
     single = {t: json.loads(p.read_text()) for t in TASKS if (p := args.workdir / f"report-single-{t}.json").exists()}
+    for task, report in single.items():
+        if report.get("mlflow_run_id"):
+            refresh_curve(report, task)
     joint_file = args.workdir / "report-glove-multitask.json"
     joint = json.loads(joint_file.read_text())["runs"].get("fully_joint") if joint_file.exists() else None
     rows = summarize(single, joint, args.workdir / "processed")
