@@ -74,6 +74,7 @@ class ProgressBar:
         from tqdm import tqdm
 
         start = last_line = time.monotonic()
+        printed = None
         bar = tqdm(total=None if self.max_minutes else self.total, desc="train", unit="it", dynamic_ncols=True,
                    file=self.stream) if self.bar else None
         try:
@@ -90,8 +91,10 @@ class ProgressBar:
                     bar.set_postfix(postfix, refresh=False)
                     bar.refresh()
                 elif bar is None and (now - last_line >= self.every_s or stopping):
-                    print(self.line(now - start), file=self.stream, flush=True)
-                    last_line = now
+                    text = self.line(now - start)
+                    if not (stopping and printed is not None and printed.split(",")[0] == text.split(",")[0]):
+                        print(text, file=self.stream, flush=True)  # (the last state is not printed twice)
+                    printed, last_line = text, now
                 if stopping:
                     break
         finally:
