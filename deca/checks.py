@@ -9,12 +9,11 @@ layer before it starts (train/schedule.py, train/trainer.py).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
-from deca.errors import ConfigError
+from deca.errors import ConfigError, did_you_mean
 
 Rule = Callable[[Any], str | None]  # value -> what is wrong, or None
 
@@ -41,10 +40,7 @@ def fraction(v) -> str | None:
 
 def one_of(*choices: str) -> Rule:
     def rule(v):
-        if v in choices:
-            return None
-        close = difflib.get_close_matches(str(v), choices, n=1)
-        return f"must be one of {', '.join(choices)}" + (f" (did you mean {close[0]!r}?)" if close else "")
+        return None if v in choices else f"must be one of {', '.join(choices)}" + did_you_mean(v, choices)
     return rule
 
 
@@ -121,13 +117,7 @@ def check_values(params: Any, origin: Mapping[str, str]) -> None:
         rule = RULES.get(key)
         wrong = rule(value) if rule else None
         if wrong:
-            where = origin.get(key, "default")
+            where = origin.get(key, "params")  # a default, or params built in code
             problems.append(f"{where}: {key} = {value!r}: {wrong}")
     if problems:
         raise ConfigError("bad parameter value(s):\n  " + "\n  ".join(problems))
-
-
-def suggest(unknown: str, known: Iterable[str]) -> str:
-    """' (did you mean 'x'?)' for a close known name, else ''."""
-    close = difflib.get_close_matches(unknown, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -77,12 +77,12 @@ def report_failure(exc: BaseException, verbose: bool = False) -> int:
     a RuntimeError); an OSError (disk full, permissions) anywhere in the chain names its path. With
     `deca -v` the traceback is printed too.
     """
-    from deca.errors import DecaError
+    from deca.errors import DecaError, exception_chain, interrupted
 
-    chain = _chain(exc)
-    if any(isinstance(e, KeyboardInterrupt) or str(e).startswith("KeyboardInterrupt") for e in chain):
+    if interrupted(exc):
         print("interrupted", file=sys.stderr)
         return 130
+    chain = exception_chain(exc)
     known = next((e for e in chain if isinstance(e, (DecaError, OSError))), None)
     if known is None or isinstance(exc, SystemExit):
         raise exc
@@ -98,14 +98,6 @@ def report_failure(exc: BaseException, verbose: bool = False) -> int:
         print("(run `deca -v ...` for the traceback)", file=sys.stderr)
     return 1
 
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    out, seen = [], set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        out.append(exc)
-        exc = exc.__cause__ or exc.__context__
-    return out
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONHASHSEED", "0")

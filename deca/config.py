@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from deca.errors import ConfigError
+from deca.errors import ConfigError, did_you_mean
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -174,10 +174,8 @@ def from_dict(cls: type, data: Mapping[str, Any] | None, where: str = "params") 
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
-        from deca.checks import suggest
-
         raise ConfigError(
-            f"{where}: unknown key(s) {', '.join(repr(k) + suggest(str(k), names) for k in unknown)}; "
+            f"{where}: unknown key(s) {', '.join(repr(k) + did_you_mean(k, names) for k in unknown)}; "
             f"allowed: {', '.join(sorted(names))}"
         )
     kwargs = {k: _convert(hints[k], v, f"{where}.{k}") for k, v in data.items()}
@@ -261,16 +259,22 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] 
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
         origin = {key: f"{path}:{line}" for key, line in key_lines(text).items()}
-    for dotted, value in (overrides or {}).items():
+    set_dotted(raw, overrides or {})
+    origin.update({dotted: f"--set {dotted}={value}" for dotted, value in (overrides or {}).items()})
+    params = from_dict(Params, raw, where=str(path))
+    check_values(params, origin)
+    return params
+
+
+def set_dotted(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply {"train.iterations": 5, ...} to nested dicts in place (sections made as needed); returns `raw`."""
+    for dotted, value in overrides.items():
         node = raw
         *parents, leaf = dotted.split(".")
         for key in parents:
             node = node.setdefault(key, {})
         node[leaf] = value
-        origin[dotted] = f"--set {dotted}={value}"
-    params = from_dict(Params, raw, where=str(path))
-    check_values(params, origin)
-    return params
+    return raw
 
 
 def tracking_uri(project: str | Path) -> str:

@@ -43,17 +43,38 @@ class DownloadError(DecaError):
     """A file that could not be fetched or verified."""
 
 
+def did_you_mean(name: str, known, n: int = 1, quote: bool = True) -> str:
+    """' (did you mean 'x'?)' naming the closest known names (edit distance), or '' when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=n, cutoff=0.6)
+    return f" (did you mean {', '.join(map(repr, close) if quote else close)}?)" if close else ""
+
+
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and the exceptions it was raised from (__cause__, else __context__), outermost first."""
+    out, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether `exc`, or an exception it was raised from, is Ctrl-C (frameworks such as Beam re-raise it as
+    another error whose message starts with 'KeyboardInterrupt')."""
+    return any(isinstance(e, KeyboardInterrupt) or str(e).startswith("KeyboardInterrupt")
+               for e in exception_chain(exc))
+
+
 class UnknownName(DecaError, KeyError):
     """A task or metric name that is not registered; says the closest names (edit distance) and where to look.
 
     A KeyError too, for callers that test membership that way; the CLI reports it as one line."""
 
     def __init__(self, kind: str, name: str, known, where: str):
-        import difflib
-
-        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        super().__init__(f"unknown {kind} {name!r}{hint}; {where}")
+        super().__init__(f"unknown {kind} {name!r}{did_you_mean(name, known, n=3, quote=False)}; {where}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

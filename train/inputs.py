@@ -46,7 +46,8 @@ def char_ngrams(token: str) -> list[str]:
 class Featurizer:
     """Token strings -> frozen features ([char file ; word vectors], float32) and hashed char n-gram ids.
 
-    Specials get zero frozen features and no n-grams. Results are memoized per token (bounded).
+    Specials get zero frozen features and no n-grams. The n-gram ids of a token are memoized (bounded); frozen
+    features are read from the memory-mapped sources each time.
     """
 
     def __init__(self, word: VectorSource | None = None, char: VectorSource | None = None, buckets: int = 0,
@@ -82,7 +83,7 @@ class Featurizer:
             start += len(gs)
             r = r[r >= 0]
             if len(r):
-                out[i] = self.char.matrix[np.sort(r)].mean(axis=0)
+                out[i] = self.char.matrix[r].mean(axis=0)
         return out
 
     def grams(self, tokens: Sequence[str]) -> np.ndarray:

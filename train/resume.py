@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from deca.checks import check_values, leaves
-from deca.config import Params, from_dict
-from deca.errors import ConfigError
+from deca.config import Params, from_dict, set_dotted
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +52,7 @@ def changed_by(overrides: Mapping[str, Any], recorded: Params) -> dict[str, Any]
 
 
 def _apply(params: Params, overrides: Mapping[str, Any]) -> Params:
-    raw = dataclasses.asdict(params)
-    for dotted, value in overrides.items():
-        node = raw
-        *parents, leaf = dotted.split(".")
-        for key in parents:
-            if not isinstance(node.get(key), dict):
-                raise ConfigError(f"--set {dotted}: no such section {key!r}")
-            node = node[key]
-        node[leaf] = value
+    raw = set_dotted(dataclasses.asdict(params), overrides)
     out = from_dict(Params, raw, where="--set")
     check_values(out, {k: f"--set {k}={v}" for k, v in overrides.items()})
     return out

@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 
 from deca.checks import check_values
 from deca.config import Params
-from deca.errors import ConfigError, DataError, DecaError
-from deca.io import atomic_write
+from deca.errors import ConfigError, DataError, DecaError, interrupted
+from deca.io import write_json
 from deca.registry import resolve_tasks
 from deca.schema import split_dir
 from train.progress import ProgressBar
@@ -196,7 +196,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
         (storage / run_name).mkdir(parents=True)
         info = {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "params": dataclasses.asdict(params)}
-        (storage / run_name / RUN_FILE).write_text(json.dumps(info, indent=2), encoding="utf-8")
+        write_json(storage / run_name / RUN_FILE, info)
     run_dir = storage / run_name
 
     started = start_ray(params)
@@ -213,19 +213,14 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
         with ProgressBar(sink, tc.iterations, progress, tc.max_minutes):
             try:
                 result = fit_in_thread(trainer)
-            except KeyboardInterrupt:
-                end_run(uri, run_id, "KILLED")
-                raise
-            except Exception as exc:
-                interrupted = "KeyboardInterrupt" in repr(exc)
-                end_run(uri, run_id, "KILLED" if interrupted else "FAILED")
-                if interrupted:
-                    raise KeyboardInterrupt from exc
+            except BaseException as exc:
+                end_run(uri, run_id, "KILLED" if interrupted(exc) else "FAILED")
+                if interrupted(exc) or not isinstance(exc, Exception):
+                    raise
                 raise TrainingFailed(f"training run {run_name!r} failed: {exc}\n  checkpoints: {run_dir}; "
                                      f"continue with `deca train --resume {run_name}`") from exc
         end_run(uri, run_id, "FINISHED")
-        info = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-        atomic_write(run_dir / RUN_FILE, lambda tmp: tmp.write_text(json.dumps({**info, "finished": True}, indent=2)))
+        write_json(run_dir / RUN_FILE, {**json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8")), "finished": True})
     finally:
         if started:
             import ray

@@ -158,14 +158,7 @@ def _open_packaged(name: str) -> VectorSource:
     if len(words) != matrix.shape[0]:
         raise DataError(root / spec.index, f"{len(words)} words for {matrix.shape[0]} vectors",
                         fix=f"reinstall the package: pip install --force-reinstall {spec.package}")
-    stamp = root / spec.matrix
-    fp = _FINGERPRINTS.get((str(stamp), *_stamp(stamp)))
-    if fp is None:
-        fp = _FINGERPRINTS[(str(stamp), *_stamp(stamp))] = fingerprint(words, matrix)
-    return VectorSource(name, words, matrix, fp)
-
-
-_FINGERPRINTS: dict[tuple, str] = {}
+    return VectorSource(name, words, matrix, fingerprint(words, matrix))  # once per process (open_source caches)
 
 
 def _open_folder(folder: Path, name: str) -> VectorSource:
