@@ -119,5 +119,9 @@ def check_values(params: Any, origin: Mapping[str, str]) -> None:
         if wrong:
             where = origin.get(key, "params")  # a default, or params built in code
             problems.append(f"{where}: {key} = {value!r}: {wrong}")
+    m = getattr(params, "model", None)
+    if m is not None and not (m.word_vectors or m.char_vectors or m.char_ngram_dim or m.embedding_dim):
+        problems.append("model: no input features: set model.word_vectors, model.char_vectors, "
+                        "model.char_ngram_dim or model.embedding_dim")
     if problems:
         raise ConfigError("bad parameter value(s):\n  " + "\n  ".join(problems))

@@ -16,13 +16,26 @@ from typing import Any, Mapping
 
 from deca.checks import check_values, leaves
 from deca.config import Params, from_dict, set_dotted
+from deca.errors import DataError
 
 log = logging.getLogger(__name__)
 
 
+def read_run_file(run_file: Path) -> dict[str, Any]:
+    """A run's record (deca_run.json); a DataError names it when it cannot be read."""
+    try:
+        info = json.loads(run_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(run_file, f"the run record cannot be read ({exc})",
+                        fix="start the run over under another --run-name, or delete the run folder") from None
+    if not isinstance(info, dict) or "mlflow_run_id" not in info:
+        raise DataError(run_file, "not a run record (no mlflow_run_id)", fix="delete the run folder or start over")
+    return info
+
+
 def recorded_params(run_file: Path) -> Params | None:
     """The params a run was started with (None for a run recorded before they were kept)."""
-    info = json.loads(run_file.read_text(encoding="utf-8"))
+    info = read_run_file(run_file)
     if "params" not in info:
         return None
     return from_dict(Params, info["params"], where=f"{run_file}: params")
@@ -69,7 +82,7 @@ def auto_resume(run_dir: Path, run_file_name: str, params: Params) -> bool:
     if not run_file.exists():
         why = "it has no run record"
     else:
-        info = json.loads(run_file.read_text(encoding="utf-8"))
+        info = read_run_file(run_file)
         if info.get("finished"):
             why = "it finished"
         elif info.get("params") != dataclasses.asdict(params):

@@ -13,7 +13,6 @@ iteration, once per run (a marker file in the run directory records it).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import threading
@@ -31,7 +30,7 @@ from deca.io import write_json
 from deca.registry import resolve_tasks
 from deca.schema import split_dir
 from train.progress import ProgressBar
-from train.resume import auto_resume, params_for_resume
+from train.resume import auto_resume, params_for_resume, read_run_file
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +83,11 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
                                 fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
                                     "why rows were dropped), or remove it from train.tasks")
     check_values(params, {})
+    from train.vectors import open_source
+
+    for source in (params.model.word_vectors, params.model.char_vectors):
+        if source:
+            open_source(source, progress=True)  # a missing or corrupt source fails here, before Ray starts
 
 
 def auto_resume_run(params: Params, run_name: str, project: str | Path | None = None) -> bool:
@@ -172,7 +176,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
         if not run_file.exists():
             raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
         params = resolve_paths(params_for_resume(run_file, params, overrides or {}), project)
-        info = json.loads(run_file.read_text(encoding="utf-8"))
+        info = read_run_file(run_file)
         uri, run_id = info["tracking_uri"], info["mlflow_run_id"]
         reopen_run(uri, run_id)
     tc = params.train
@@ -220,7 +224,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
                 raise TrainingFailed(f"training run {run_name!r} failed: {exc}\n  checkpoints: {run_dir}; "
                                      f"continue with `deca train --resume {run_name}`") from exc
         end_run(uri, run_id, "FINISHED")
-        write_json(run_dir / RUN_FILE, {**json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8")), "finished": True})
+        write_json(run_dir / RUN_FILE, {**read_run_file(run_dir / RUN_FILE), "finished": True})
     finally:
         if started:
             import ray

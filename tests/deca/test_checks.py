@@ -59,3 +59,9 @@ def test_unknown_task_and_metric_names_get_edit_distance_suggestions():
         get_task("sqaud")  # a substring match found nothing here
     with pytest.raises(KeyError, match=r"did you mean rouge"):
         get_metric("rougel")
+
+
+def test_a_model_without_input_features_is_refused_at_load():
+    overrides = {"model.word_vectors": None, "model.char_ngram_dim": 0, "model.embedding_dim": 0}
+    with pytest.raises(ConfigError, match="model: no input features"):
+        load_params("params.yaml", overrides=overrides)

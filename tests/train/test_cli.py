@@ -61,6 +61,10 @@ def test_inputs_are_checked_before_ray_starts(mini_data, tmp_path):
     no_rows = dataclasses.replace(params, data=dataclasses.replace(params.data, processed_dir=str(empty)))
     with pytest.raises(DataError, match="the training split of task 'sst' has no examples"):
         check_inputs(no_rows, ["sst"])
+    no_vectors = dataclasses.replace(params, model=dataclasses.replace(params.model,
+                                                                       word_vectors=str(tmp_path / "glove.txt")))
+    with pytest.raises(DataError, match="word-vector source not found"):  # on the driver, before Ray starts
+        check_inputs(no_vectors, ["sst"])
 
 
 def test_run_names_and_resume_errors(mini_data, tmp_path):

@@ -72,3 +72,11 @@ def test_auto_resume_continues_only_an_interrupted_run_with_the_same_params(tmp_
         assert auto_resume(run, "deca_run.json", params) is False
         assert not run.exists()  # started over
     assert auto_resume(tmp_path / "never", "deca_run.json", params) is False
+
+
+def test_a_corrupt_run_record_is_a_clear_error(tmp_path):
+    from deca.errors import DataError
+
+    (tmp_path / "deca_run.json").write_text('{"mlflow_run_id": "x", "par', encoding="utf-8")
+    with pytest.raises(DataError, match="the run record cannot be read"):
+        params_for_resume(tmp_path / "deca_run.json", Params(), {})
