@@ -1,7 +1,9 @@
 """`deca`: one command line, with subcommands mirroring the pipeline stages.
 
-Each subcommand lives next to the code it drives, in a module exposing
-``configure(parser: argparse.ArgumentParser) -> None`` and ``run(args) -> int | None``.
+Each subcommand lives next to the code it drives, in a module named after it (``<command>_cli.py``)
+exposing ``configure(parser: argparse.ArgumentParser) -> None`` and ``run(args) -> int | None``; the
+help's epilog is the module's ``EPILOG``, else its docstring after the first line. Every command that
+reads params takes ``--params FILE`` and ``--set KEY=VALUE`` (deca.config.add_params_arguments).
 Modules are imported only for the subcommand being run, so `deca --help` and `deca ls` stay fast.
 A module that sets ``PASS_THROUGH = "<attribute>"`` receives the options it does not declare in that
 attribute of args (e.g. `deca prepare` hands them to Beam's PipelineOptions); elsewhere they are errors.
@@ -20,10 +22,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("deca.ls_cli", "list every registered task with its splits, metric and sources"),
     "download": ("pipelines.download_cli", "fetch the raw corpora (official URLs or a local mirror), verified"),
     "prepare": ("pipelines.prepare_cli", "Beam job: raw corpora -> (context, question, answer) Parquet + vocabulary"),
-    "train": ("train.cli", "multitask MQAN training on Ray Train, tracked in MLflow"),
+    "train": ("train.train_cli", "multitask MQAN training on Ray Train, tracked in MLflow"),
     "evaluate": ("train.evaluate_cli", "decode a checkpoint on a split, write predictions, score and report"),
-    "score": ("eval.cli", "score prediction files against the processed gold; decaScore"),
+    "score": ("eval.score_cli", "score prediction files against the processed gold; decaScore"),
     "compare": ("eval.compare_cli", "compare runs (MLflow or DVC experiments) task by task, like Table 3"),
+    "validate": ("infra.validate_cli", "check params.yaml (and overlays) against the config, dvc.yaml against the code"),
 }
 
 
@@ -37,9 +40,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     sub = parser.add_subparsers(dest="command", metavar="<command>")
     for name, (module, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == only:
             mod = importlib.import_module(module)
+            p.epilog = getattr(mod, "EPILOG", None) or (mod.__doc__ or "").split("\n", 2)[-1]
             mod.configure(p)
             p.set_defaults(_run=mod.run, _pass_through=getattr(mod, "PASS_THROUGH", None))
     return parser

@@ -12,7 +12,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
@@ -59,7 +59,7 @@ class PrepareConfig:
     batch_size: int = 256  # examples per element after the reader (the unit of parallel tokenization)
     lowercase: bool = True
     vocab_size: int = 50000
-    vocab_tasks: list[str] | None = None  # default: every prepared task with a training split
+    vocab_tasks: list[str] | None = field(default_factory=lambda: ["decanlp"])  # None: every prepared task with a train split
     train_filter: TrainFilterConfig = field(default_factory=TrainFilterConfig)
     # Per-task options, keyed by Task.key (the task name with dots replaced by underscores) so that a
     # DVC stage can declare exactly one task's options (e.g. prepare.task_options.squad).
@@ -111,7 +111,7 @@ class TrainConfig:
     phases: list[dict[str, Any]] = field(default_factory=list)
     phase_iterations: int = 75000  # length of the first phase of the (anti-)curriculum presets
     batches_per_task: dict[str, int] = field(default_factory=dict)  # round-robin batches per task (default 1)
-    iterations: int = 1000
+    iterations: int = 200  # the miniature main job; the paper trained for ~500k
     max_minutes: float | None = None  # also stop (at a log step) after this much training-loop time
     token_budget: int = 10000  # global: sum of len(c)+len(q)+5*len(a) over a batch, split across workers
     pool_batches: int = 100  # length bucketing: sort pools of this many budgets' worth of examples
@@ -127,9 +127,9 @@ class TrainConfig:
     grad_clip: float = 1.0  # max gradient norm; 0 disables clipping
     weight_decay: float = 0.0  # decoupled (AdamW) weight decay; 0 = Adam as in the paper
     ema_decay: float = 0.0  # validate and keep an exponential moving average of the weights; 0 = off (paper)
-    val_every: int = 1000  # 0: validate only at the end
-    save_every: int = 1000  # 0: checkpoint only at the end
-    log_every: int = 100
+    val_every: int = 100  # 0: validate only at the end
+    save_every: int = 100  # 0: checkpoint only at the end
+    log_every: int = 10
     val_batch_size: int = 256
     max_val_examples: int | None = None
     checkpoints_to_keep: int = 2
@@ -149,7 +149,7 @@ class EvaluateConfig:
     metrics_path: str = "eval/metrics.json"  # for `dvc metrics`
     report_dir: str = "eval/report"  # report.md, headline.png (and the report stage's compare.*)
     plots_dir: str = "eval/plots"  # per_task.csv, loss.png, validation.png (for `dvc plots`)
-    batch_size: int = 256  # examples decoded together (sorted by length within a task)
+    batch_size: int = 64  # examples decoded together (sorted by length within a task)
     max_examples: int | None = None  # per task: the first N examples of the split; None = all
     max_answer_length: int | None = None  # decoding steps; None = the model's max_answer_length
     device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
@@ -287,3 +287,31 @@ def tracking_uri(project: str | Path) -> str:
 def load_section(name: str, path: str | Path = DEFAULT_PARAMS) -> Any:
     """Load one section (e.g. "train") of params.yaml, validating the whole file."""
     return getattr(load_params(path), name)
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``section.key=value`` pairs of ``--set``; values are YAML (``5``, ``[sst, woz.en]``, ``null``, ``true``)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or "." not in key:
+            raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. train.iterations=50")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({exc})") from exc
+    return out
+
+
+def add_params_arguments(parser) -> None:
+    """``--params FILE`` and ``--set KEY=VALUE`` (repeatable), the same on every command that reads params."""
+    group = parser.add_argument_group("parameters")
+    group.add_argument("--params", default=DEFAULT_PARAMS, metavar="FILE",
+                       help="params file (default: %(default)s; missing: the defaults)")
+    group.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a parameter, e.g. train.iterations=50 (repeatable; YAML values)")
+
+
+def params_from_args(args) -> Params:
+    """The params of a command: its --params file with its --set overrides, checked (see load_params)."""
+    return load_params(args.params, overrides=parse_overrides(args.overrides))

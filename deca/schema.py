@@ -40,17 +40,24 @@ def split_dir(processed_dir: str | Path, task: str, split: str) -> Path:
     return Path(processed_dir) / task / split
 
 
-def read_split(processed_dir: str | Path, task: str, split: str, columns: list[str] | None = None) -> pa.Table:
-    """Read every shard of one task split into a pyarrow Table (FileNotFoundError names the path)."""
-    import pyarrow.dataset as ds
+def shards(processed_dir: str | Path, task: str, split: str) -> list[Path]:
+    """The Parquet shards of one task split; a DataError names the directory and the fix when there are none."""
+    from deca.errors import DataError
 
     path = split_dir(processed_dir, task, split)
-    if not path.is_dir() or not any(path.glob("*.parquet")):
-        raise FileNotFoundError(
-            f"{path}: no processed Parquet shards for task {task!r} split {split!r}; "
-            f"run `deca prepare --tasks {task}` first"
-        )
-    files = sorted(str(p) for p in path.glob("*.parquet"))
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else []
+    if not files:
+        raise DataError(path, f"no processed Parquet shards for task {task!r} split {split!r}",
+                        fix=f"run `deca prepare --tasks {task}` (or `dvc repro prepare@{task.replace('.', '_')}`), "
+                            "or point data.processed_dir at the processed directory")
+    return files
+
+
+def read_split(processed_dir: str | Path, task: str, split: str, columns: list[str] | None = None) -> pa.Table:
+    """Read every shard of one task split into a pyarrow Table (DataError when there is none)."""
+    import pyarrow.dataset as ds
+
+    files = [str(p) for p in shards(processed_dir, task, split)]
     return ds.dataset(files, format="parquet", schema=EXAMPLE_SCHEMA).to_table(columns=columns)
 
 
@@ -59,10 +66,6 @@ def iter_rows(processed_dir: str | Path, task: str, split: str, columns: list[st
     """Stream rows of one task split as dicts, shard by shard (bounded memory)."""
     import pyarrow.parquet as pq
 
-    path = split_dir(processed_dir, task, split)
-    files = sorted(path.glob("*.parquet"))
-    if not files:
-        raise FileNotFoundError(f"{path}: no processed Parquet shards; run `deca prepare --tasks {task}` first")
-    for file in files:
+    for file in shards(processed_dir, task, split):
         for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_size, columns=columns):
             yield from batch.to_pylist()

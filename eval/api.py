@@ -107,3 +107,18 @@ def decascore(per_task: Mapping[str, Mapping[str, Any]]) -> dict:
         "not_counted": [t for t in per_task if t not in DECASCORE.tasks],
         "max": DECASCORE.maximum,
     }
+
+
+def metric_values(split: str, per_task: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """The metrics of a scored split under their names in deca.metric_logging's one namespace:
+    ``<split>/<task>/<metric>``, ``<split>/<task>/headline`` and ``<split>/decascore`` (finite numbers only)."""
+    import math
+
+    out: dict[str, float] = {}
+    for task, result in per_task.items():
+        for name, value in result["metrics"].items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                out[f"{split}/{task}/{name}"] = float(value)
+        out[f"{split}/{task}/headline"] = float(result["headline"]["value"])
+    out[f"{split}/decascore"] = float(decascore(per_task)["decascore"])
+    return out

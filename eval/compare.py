@@ -155,23 +155,30 @@ def rows_from_dvc(show: Sequence[Mapping[str, Any]], metrics_path: str = "eval/m
 
 # ---------------------------------------------------------------------------------------- MLflow runs
 
-def mlflow_scores(metrics: Mapping[str, float], split: str, tasks: Iterable[str]) -> tuple[dict[str, float], str]:
-    """Headline per task from a run's metrics: `deca evaluate`'s <split>/<task>/<metric> first, else the
-    last in-training validation (val/<task>/headline). Returns (scores, which keys were used)."""
+EVALUATED_TAG = "evaluated.{split}"  # set by `deca evaluate` to the iteration of the checkpoint it scored
+
+
+def mlflow_scores(client, run, split: str, tasks: Iterable[str]) -> tuple[dict[str, float], str]:
+    """Headline per task from a run's ``<split>/<task>/<metric>`` metrics (one namespace for training's
+    validation rounds and `deca evaluate`). When `deca evaluate` scored the run (tag evaluated.<split>), its
+    values win: the last value logged at the evaluated iteration; else the latest validation round.
+    Returns (scores, which results were used: "evaluate" or "training")."""
     from deca.registry import all_tasks
 
     registered = all_tasks()
-    scores, used = {}, set()
+    evaluated = run.data.tags.get(EVALUATED_TAG.format(split=split))
+    scores = {}
     for task in tasks:
         metric = registered[task].metric if task in registered else None
         key = f"{split}/{task}/{metric}"
-        if metric and key in metrics:
-            scores[task] = float(metrics[key])
-            used.add(f"{split}/")
-        elif split == "validation" and f"val/{task}/headline" in metrics:
-            scores[task] = float(metrics[f"val/{task}/headline"])
-            used.add("val/")
-    return scores, "+".join(sorted(used))
+        if not metric or key not in run.data.metrics:
+            continue
+        scores[task] = float(run.data.metrics[key])
+        if evaluated is not None:
+            at_step = [m for m in client.get_metric_history(run.info.run_id, key) if m.step == int(evaluated)]
+            if at_step:
+                scores[task] = float(max(at_step, key=lambda m: m.timestamp).value)
+    return scores, ("evaluate" if evaluated is not None else "training") if scores else ""
 
 
 def rows_from_mlflow(tracking_uri: str, experiments: Sequence[str] = (), run_ids: Sequence[str] = (),
@@ -197,7 +204,7 @@ def rows_from_mlflow(tracking_uri: str, experiments: Sequence[str] = (), run_ids
                                   order_by=["attributes.start_time ASC"])
     rows = []
     for run in runs:
-        scores, keys = mlflow_scores(run.data.metrics, split, tasks)
+        scores, keys = mlflow_scores(client, run, split, tasks)
         name = run.info.run_name or run.info.run_id[:8]
         if not scores:
             log.info("MLflow run %s (%s): no %s metrics, skipped", name, run.info.run_id, split)

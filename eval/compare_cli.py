@@ -23,10 +23,10 @@ import argparse
 import json
 from pathlib import Path
 
+from deca.config import add_params_arguments, params_from_args
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = __doc__.split("\n", 2)[2]
     ml = parser.add_argument_group("MLflow runs")
     ml.add_argument("--mlflow", nargs="*", metavar="EXPERIMENT",
                     help="compare the runs of these MLflow experiments (no name: train.experiment)")
@@ -42,8 +42,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     dv.add_argument("--repo", default=".", metavar="DIR", help="the DVC repository (default: %(default)s)")
     fs = parser.add_argument_group("metrics files")
     fs.add_argument("--metrics", nargs="+", metavar="FILE", help="metrics files written by `deca evaluate`")
-    fs.add_argument("--params", metavar="FILE", default="params.yaml",
-                    help="params file: the strategy of --metrics rows, defaults (default: %(default)s)")
     fs.add_argument("--label", metavar="TEXT", help="label of the --metrics row (default: 'this run')")
     parser.add_argument("--paper", action="store_true", help="add the paper's Table 3 rows (MQAN, five strategies)")
     parser.add_argument("--split", help="split of the MLflow metrics (default: evaluate.split)")
@@ -51,17 +49,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="task columns (default: the decaNLP tasks any row has, then the others)")
     parser.add_argument("--out", metavar="PREFIX", help="write PREFIX.md, PREFIX.png and PREFIX.json")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    add_params_arguments(parser)  # defaults, and the strategy of --metrics rows
 
 
 def run(args: argparse.Namespace) -> int:
-    from deca.config import load_params
     from deca.errors import ConfigError
     from deca.registry import resolve_tasks
     from eval import compare
 
     params_path = Path(args.params)
-    params = load_params(params_path) if params_path.exists() else None
-    split = args.split or (params.evaluate.split if params else "validation")
+    params = params_from_args(args)  # the defaults when the file is missing
+    split = args.split or params.evaluate.split
     tasks = resolve_tasks(args.tasks) if args.tasks else None
     use_mlflow = args.mlflow is not None or bool(args.run_ids)
     if not (use_mlflow or args.dvc or args.metrics or args.paper):
@@ -74,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                                                   params_path if params_path.exists() else None))
     if args.dvc:
         found = compare.rows_from_dvc(compare.dvc_exp_show(args.repo),
-                                      metrics_path=params.evaluate.metrics_path if params else "eval/metrics.json",
+                                      metrics_path=params.evaluate.metrics_path,
                                       names=args.exps, include_baseline=args.baseline)
         if args.exps:
             missing = [n for n in args.exps if not any(r.label == n or r.meta.get("rev", "").startswith(n) for r in found)]
@@ -86,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         from deca.config import tracking_uri
 
         uri = args.tracking_uri or tracking_uri(Path.cwd())
-        experiments = args.mlflow or [params.train.experiment if params else "decanlp"]
+        experiments = args.mlflow or [params.train.experiment]
         rows += compare.rows_from_mlflow(uri, experiments=experiments, run_ids=args.run_ids or (),
                                          filter_string=args.filter, split=split, tasks=tasks or compare.DECANLP)
     if args.paper:

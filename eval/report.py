@@ -81,3 +81,40 @@ def write_report(scored: Mapping[str, Any], out_dir: str | Path) -> dict[str, Pa
     out_dir = Path(out_dir)
     return {"markdown": write_text(out_dir / "report.md", markdown(scored)),
             "chart": bar_chart(scored, out_dir / "headline.png")}
+
+
+def write_plots(scored: Mapping[str, Any], plots_dir: str | Path,
+                curves: Mapping[str, Path] | None = None) -> list[Path]:
+    """The files of `dvc plots show`: per_task.csv and per_task.png (headline per task), and loss.png /
+    validation.png copied from `curves` (a training run's plots) or, without one, an image saying so."""
+    import shutil
+
+    plots_dir = Path(plots_dir)
+    rows = ["task,metric,score"] + [f"{t},{r['headline']['name']},{r['headline']['value']:.4f}"
+                                    for t, r in _results(scored).items()]
+    written = [write_text(plots_dir / "per_task.csv", "\n".join(rows) + "\n"),
+               bar_chart(scored, plots_dir / "per_task.png")]  # an image: `dvc plots show` needs no internet
+    for name in ("loss", "validation"):
+        src = (curves or {}).get(name)
+        target = plots_dir / f"{name}.png"
+        if src is not None:
+            written.append(atomic_write(target, lambda tmp, src=src: shutil.copyfile(src, tmp)))
+        else:
+            written.append(note_image(target, f"no {name} curve recorded for this checkpoint"))
+    return written
+
+
+def note_image(path: str | Path, text: str) -> Path:
+    """A small PNG that only says `text` (where a plot is expected but there is nothing to plot)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 1.5))
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center")
+    try:
+        return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=80))
+    finally:
+        plt.close(fig)

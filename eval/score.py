@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from deca.errors import DataError, DecaError
-from deca.registry import all_tasks, get_task, resolve_tasks
-from deca.schema import read_split, split_dir
-from eval.api import PredictionMismatch, decascore, score_task
+from deca.errors import DataError
 from deca.io import write_json
+from deca.metric_logging import MetricLogger, active_run_logger
+from deca.registry import all_tasks, get_task, resolve_tasks
+from deca.schema import read_split
+from eval.api import PredictionMismatch, decascore, metric_values, score_task
 from eval.metrics.registry import ScoreOptions
 
 log = logging.getLogger(__name__)
@@ -60,12 +60,7 @@ def read_predictions(path: str | Path) -> dict[str, str]:
 
 def read_gold(processed_dir: str | Path, task: str, split: str) -> list[dict[str, Any]]:
     """The gold rows of one task split (the columns the metrics need)."""
-    try:
-        return read_split(processed_dir, task, split, columns=GOLD_COLUMNS).to_pylist()
-    except FileNotFoundError as exc:
-        raise DataError(split_dir(processed_dir, task, split), "no processed Parquet shards",
-                        fix=f"run `deca prepare --tasks {task}` first, or point --data at the processed "
-                            f"directory") from exc
+    return read_split(processed_dir, task, split, columns=GOLD_COLUMNS).to_pylist()
 
 
 def find_wikisql_db(split: str, raw_dir: str | Path, task: str = "wikisql") -> Path | None:
@@ -146,40 +141,16 @@ def write_metrics(path: str | Path, scored: Mapping[str, Any]) -> Path:
     return write_json(path, metrics_document(scored))
 
 
-def mlflow_metrics(scored: Mapping[str, Any]) -> dict[str, float]:
-    """``<split>/<task>/<metric>`` (and ``<split>/decascore``) -> value, for MLflow."""
+def log_scores(scored: Mapping[str, Any], logger: MetricLogger | None = None, step: int = 0) -> str:
+    """Log the scores (names from eval.api.metric_values) with `logger`, by default into the active MLflow
+    run or $MLFLOW_RUN_ID (deca.metric_logging.active_run_logger); returns the run id when MLflow."""
     results = scored["results"] if "results" in scored else {scored["task"]: scored}
-    split = scored["split"]
-    out = {f"{split}/{task}/{name}": float(v) for task, r in results.items() for name, v in r["metrics"].items()}
-    if "decascore" in scored:
-        out[f"{split}/decascore"] = float(scored["decascore"])
-    return out
-
-
-def log_to_mlflow(scored: Mapping[str, Any], step: int | None = None) -> str:
-    """Log the metrics to the active MLflow run, or to the run named by $MLFLOW_RUN_ID; returns its id.
-
-    With $MLFLOW_RUN_ID the run is written to through the client, without starting or ending it, so a
-    run owned by another process (e.g. training) keeps its status.
-    """
-    import time
-
-    import mlflow
-    from mlflow.entities import Metric
-
-    metrics = mlflow_metrics(scored)
-    run = mlflow.active_run()
-    if run is not None:
-        mlflow.log_metrics(metrics, step=step)
-        return run.info.run_id
-    run_id = os.environ.get("MLFLOW_RUN_ID")
-    if run_id:
-        now = int(time.time() * 1000)
-        batch = [Metric(key, value, now, step or 0) for key, value in metrics.items()]
-        mlflow.tracking.MlflowClient().log_batch(run_id, metrics=batch)
-        return run_id
-    raise DecaError("--mlflow: no active MLflow run; set MLFLOW_RUN_ID (and MLFLOW_TRACKING_URI) to the run "
-                    "to log to, or call eval.score.log_to_mlflow inside `with mlflow.start_run():`")
+    logger = logger or active_run_logger()
+    values = metric_values(scored["split"], results)
+    if "decascore" not in scored:  # one task scored: no decaScore of its own
+        values.pop(f"{scored['split']}/decascore", None)
+    logger.log_metrics(values, step)
+    return getattr(logger, "run_id", "")
 
 
 def task_options(split: str, raw_dir: str | Path | None, processes: int | None, wikisql_db: str | None,

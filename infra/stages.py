@@ -34,7 +34,7 @@ STAGE_CODE = {
     "download": (["pipelines.download_cli"], []),
     "prepare": (["pipelines.prepare_cli"], ["pipelines.vocab"]),  # + what the task modules import
     "vocab": (["pipelines.prepare_cli"], ["pipelines.prepare"]),
-    "train": (["train.cli"], []),
+    "train": (["train.train_cli"], []),
     "evaluate": (["train.evaluate_cli"], []),
     "report": (["eval.compare_cli"], []),
 }

@@ -9,12 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
 from deca.errors import DataError
+from deca.io import write_text
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,4 @@ class VerifiedState:
                 pass
             data = self._read()
             data[kind][key] = value
-            tmp = self.path.with_name(f"{STATE_NAME}.{os.getpid()}.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"version": 1, **data}, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
+            write_text(self.path, json.dumps({"version": 1, **data}, indent=1, sort_keys=True))

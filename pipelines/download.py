@@ -38,6 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, Sequence
 
 from deca.errors import DownloadError
+from deca.io import atomic_write
 from deca.registry import Source, get_task, resolve_tasks
 from pipelines.archives import UnsafeArchive, extract_to_temp, is_archive, merge_into
 from pipelines.checksums import (MANIFEST_NAME, STATE_NAME, Expected, VerifiedState, copy_hashing,  # noqa: F401
@@ -132,12 +133,6 @@ def _mismatch(task: str, rel: str, origin: str, bad: list[str], expected: Expect
     return DownloadError(text)
 
 
-def _tmp_beside(target: Path) -> Path:
-    """A temporary name next to `target` (same filesystem, so os.replace is atomic; normal permissions)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return target.with_name(f".{target.name}.{os.getpid()}.tmp")
-
-
 def _fetch(task: str, source: Source, rel: str, ctx: Context) -> Path:
     """Download source.url into <raw_dir>/<rel>.part (resuming) and return that path."""
     if not source.url:
@@ -165,15 +160,15 @@ def _ensure_file(task: str, source: Source, rel: str, ctx: Context) -> Outcome:
         src = ctx.mirror / rel
         if not src.is_file():
             raise _missing_in_mirror(task, source, rel, ctx, [src])
-        tmp = _tmp_beside(target)
-        try:
-            digests = copy_hashing(src, tmp, expected.digests)
+        digests: dict[str, str] = {}
+
+        def copy_verified(tmp: Path) -> None:  # raising leaves nothing behind and target as it was
+            digests.update(copy_hashing(src, tmp, expected.digests))
             bad = mismatches(digests, expected)
             if bad:
                 raise _mismatch(task, rel, f"mirror file {src}", bad, expected, ctx=ctx)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
+
+        atomic_write(target, copy_verified)
         ctx.state.record_file(rel, target, digests)
         log.info("%s: copied from %s (%s)", rel, src, expected.label)
         return Outcome(task, rel, "copied", expected.label, str(src))
@@ -183,6 +178,7 @@ def _ensure_file(task: str, source: Source, rel: str, ctx: Context) -> Outcome:
     if bad:
         part.unlink(missing_ok=True)
         raise _mismatch(task, rel, source.url, bad, expected, deleted=True)
+    # Not atomic_write: the .part file is the resumable download itself (kept across crashes), renamed once verified.
     os.replace(part, target)
     ctx.state.record_file(rel, target, digests)
     return Outcome(task, rel, "downloaded", expected.label, source.url)

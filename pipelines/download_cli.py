@@ -16,16 +16,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from deca.config import add_params_arguments, params_from_args
 from deca.errors import DownloadError
 from pipelines.download import download, format_table
 
+EPILOG = (
+    "Each file is verified (sha256/md5 from the task registry, or the mirror's SHA256SUMS manifest when it\n"
+    "has one), placed atomically and recorded in <raw-dir>/.verified.json; a re-run does nothing.\n"
+    "Archives are extracted safely (no member may escape the target directory)."
+)
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = (
-        "Each file is verified (sha256/md5 from the task registry, or the mirror's SHA256SUMS manifest when it\n"
-        "has one), placed atomically and recorded in <raw-dir>/.verified.json; a re-run does nothing.\n"
-        "Archives are extracted safely (no member may escape the target directory).")
     parser.add_argument("--tasks", nargs="+", metavar="TASK",
                         help="task names, globs ('mrqa.*'), 'decanlp' (the ten) or 'all'; "
                              "comma- or space-separated (default: data.tasks in params.yaml)")
@@ -34,8 +36,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "e.g. ../shared/corpora) instead of downloading")
     parser.add_argument("--raw-dir", metavar="DIR", default=None,
                         help="where the raw files go (default: data.raw_dir in params.yaml, i.e. data/raw)")
-    parser.add_argument("--params", metavar="FILE", default="params.yaml",
-                        help="params file for the defaults above (default: %(default)s)")
     parser.add_argument("--continue-on-error", action="store_true",
                         help="go on after a failed file and report every failure at the end")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
@@ -43,17 +43,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retries", type=int, default=3, metavar="N",
                         help="retries of transient network errors per file (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_params_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     tasks, raw_dir, mirror = args.tasks, args.raw_dir, args.mirror
     if tasks is None or raw_dir is None or mirror is None:
-        from deca.config import load_section
-
-        data = load_section("data", Path(args.params)) if Path(args.params).exists() else None
-        tasks = tasks if tasks is not None else (data.tasks if data else ["all"])
-        raw_dir = raw_dir if raw_dir is not None else (data.raw_dir if data else "data/raw")
-        mirror = mirror if mirror is not None else (data.mirror if data else None)
+        data = params_from_args(args).data
+        tasks = tasks if tasks is not None else data.tasks
+        raw_dir = raw_dir if raw_dir is not None else data.raw_dir
+        mirror = mirror if mirror is not None else data.mirror
         if mirror:
             print(f"copying from the mirror {mirror} (data.mirror in {args.params}; --mirror DIR to change)",
                   file=sys.stderr)

@@ -6,6 +6,8 @@ import logging
 import sys
 from pathlib import Path
 
+from deca.config import add_params_arguments, params_from_args
+
 LOG = logging.getLogger("deca.prepare")
 
 DESCRIPTION = """\
@@ -58,7 +60,6 @@ PASS_THROUGH = "beam_args"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the options of `deca prepare`; unknown options go to Beam (args.beam_args, see PASS_THROUGH)."""
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = DESCRIPTION
     parser.epilog = BEAM_HELP
     parser.add_argument("--tasks", nargs="+", metavar="TASK",
@@ -74,18 +75,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vocab", nargs="?", const="", default=None, metavar="PATH",
                         help="vocabulary mode: build PATH (default: data.vocab_path) from the processed train splits")
     parser.add_argument("--vocab-size", type=int, metavar="N", help="vocabulary size (default: prepare.vocab_size)")
-    parser.add_argument("--params", default="params.yaml", metavar="PATH", help="parameters file (default: %(default)s)")
+    add_params_arguments(parser)
     parser.set_defaults(beam_args=[])
 
 
 def run(args: argparse.Namespace) -> int:
     """Run one of the two modes (see the module help)."""
-    from deca.config import load_params
     from deca.registry import resolve_tasks
 
     if not getattr(args, "verbose", False):
         logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    params = load_params(args.params)
+    params = params_from_args(args)
     out = Path(args.out or params.data.processed_dir)
     if args.vocab is not None:
         return _run_vocab(args, params, out)

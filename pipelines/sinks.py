@@ -2,9 +2,9 @@
 
 A run of `deca prepare` writes everything under ``<out>/.staging-<run id>/<task>/...``. Only after the
 pipeline has finished without error does each finished task directory replace ``<out>/<task>``
-(rename the old one away, rename the new one in, delete the old one), so a failed or interrupted run
-never leaves partial shards where a later stage reads. Single files (the vocabulary) are written to a
-temporary name in the same directory and renamed.
+(`deca.io.swap_dir`: rename the old one away, rename the new one in, delete the old one), so a failed
+or interrupted run never leaves partial shards where a later stage reads. Single files (the vocabulary)
+are written to a temporary name in the same directory and renamed (`deca.io.atomic_write`).
 
 The output directory must be a filesystem that the driver and the workers share (local disk for the
 in-process runners; NFS or similar for a distributed runner).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import socket
 import uuid
@@ -22,13 +23,15 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deca.io import atomic_write, swap_dir, write_text  # noqa: F401  (write_text: used as sinks.write_text)
 from deca.registry import SPLITS
 from deca.schema import DROPPED_SCHEMA
 
 LOG = logging.getLogger(__name__)
 
 STAGING_PREFIX = ".staging-"
-OLD_PREFIX = ".old-"
+OLD_PREFIX = ".old-"  # replaced task directories of older versions
+SWAPPED_OLD = re.compile(r"\..+\.old-(\d+)")  # a replaced task directory: see deca.io.swap_dir
 
 
 def new_run_id() -> str:
@@ -44,15 +47,7 @@ def shard_name(shard: int) -> str:
 
 def write_table(table: pa.Table, path: str | Path) -> Path:
     """Write a Parquet file atomically (temporary name in the same directory, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp))
 
 
 def write_rows(rows: list[dict], schema: pa.Schema, path: str | Path) -> Path:
@@ -60,17 +55,15 @@ def write_rows(rows: list[dict], schema: pa.Schema, path: str | Path) -> Path:
     return write_table(pa.Table.from_pylist(rows, schema=schema), path)
 
 
-def write_text(path: str | Path, text: str) -> Path:
-    """Write a UTF-8 text file atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+def _pid_is_dead(pid: int) -> bool:
+    """Whether no process `pid` runs on this host (a process of another user counts as alive)."""
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _owner_is_dead(name: str, prefix: str) -> bool:
@@ -79,13 +72,18 @@ def _owner_is_dead(name: str, prefix: str) -> bool:
     host = "".join(ch if ch.isalnum() else "_" for ch in socket.gethostname())[:40]
     if len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
         return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return _pid_is_dead(int(parts[1]))
+
+
+def _is_dead_leftover(name: str) -> bool:
+    """Whether `name` in the output directory is a staging or replaced directory of a run that has exited:
+    ``.staging-<run id>``, ``.<task>.old-<pid>`` (what `deca.io.swap_dir` renames away; the name has no
+    host, so the pid is checked on this one) or ``.old-<run id>-<task>`` (left by older versions)."""
+    for prefix in (STAGING_PREFIX, OLD_PREFIX):
+        if name.startswith(prefix):
+            return _owner_is_dead(name, prefix)
+    swapped = SWAPPED_OLD.fullmatch(name)
+    return swapped is not None and _pid_is_dead(int(swapped.group(1)))
 
 
 def remove_stale(out: Path) -> list[Path]:
@@ -94,10 +92,9 @@ def remove_stale(out: Path) -> list[Path]:
     if not out.is_dir():
         return removed
     for child in out.iterdir():
-        for prefix in (STAGING_PREFIX, OLD_PREFIX):
-            if child.name.startswith(prefix) and _owner_is_dead(child.name, prefix):
-                shutil.rmtree(child, ignore_errors=True)
-                removed.append(child)
+        if child.is_dir() and _is_dead_leftover(child.name):
+            shutil.rmtree(child, ignore_errors=True)
+            removed.append(child)
     if removed:
         LOG.info("removed %d leftover director%s of killed runs in %s", len(removed),
                  "y" if len(removed) == 1 else "ies", out)
@@ -166,18 +163,4 @@ class Staging:
 
     def commit(self, task: str) -> Path:
         """Swap the staged ``<task>`` directory into ``<out>/<task>``; returns the final path."""
-        new = self.task_dir(task)
-        dest = self.out / task
-        old = self.out / f"{OLD_PREFIX}{self.run_id}-{task}"
-        had_old = dest.exists()
-        if had_old:
-            os.rename(dest, old)
-        try:
-            os.rename(new, dest)
-        except BaseException:
-            if had_old:
-                os.rename(old, dest)
-            raise
-        if had_old:
-            shutil.rmtree(old, ignore_errors=True)
-        return dest
+        return swap_dir(self.task_dir(task), self.out / task)

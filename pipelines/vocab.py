@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -28,6 +27,7 @@ from apache_beam.metrics import Metrics  # noqa: E402
 
 from deca.config import PrepareConfig  # noqa: E402
 from deca.errors import ConfigError, DataError  # noqa: E402
+from deca.io import atomic_write  # noqa: E402
 from deca.registry import get_task  # noqa: E402
 from deca.schema import split_dir  # noqa: E402
 from pipelines import sinks  # noqa: E402
@@ -154,22 +154,22 @@ def run(tasks: Sequence[str], processed: str | Path, vocab_path: str | Path, cfg
         raise ConfigError(f"none of the tasks {', '.join(tasks)} has a training split; no vocabulary to build")
     files = train_shards(processed, chosen)
     vocab_path = Path(vocab_path)
-    vocab_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = vocab_path.with_name(f".{vocab_path.name}.run-{uuid.uuid4().hex[:8]}")
     options = beam_options.pipeline_options(cfg, beam_args)
     start = time.perf_counter()
     LOG.info("vocabulary of %s (%d train shards), top %s -> %s", ", ".join(chosen), len(files), f"{size:,}", vocab_path)
-    try:
+    results = []
+
+    def run_into(tmp: Path) -> None:  # the workers write `tmp`; the driver renames it in after success
+        tmp.unlink()  # so that a pipeline that wrote nothing shows
         p = beam.Pipeline(options=options)
         build(p, files, size, str(tmp))
-        result = beam_options.run_pipeline(p)
+        results.append(beam_options.run_pipeline(p))
         if not tmp.exists():
             raise DataError(vocab_path, "the vocabulary pipeline wrote nothing",
                             fix="is the output on a filesystem the workers share?")
-        tmp.replace(vocab_path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    counts = beam_options.counters(result, NAMESPACE)
+
+    atomic_write(vocab_path, run_into)
+    counts = beam_options.counters(results[0], NAMESPACE)
     n = sum(1 for _ in vocab_path.open(encoding="utf-8"))
     return {"tasks": chosen, "path": str(vocab_path), "size": n, "rows": counts.get("rows", 0),
             "tokens": counts.get("tokens", 0), "seconds": time.perf_counter() - start}

@@ -1,11 +1,19 @@
-"""Model checkpoints: weights, model config, the vocabulary fingerprint and the pre-trained vector
-sources (name + fingerprint) in one torch file.
+"""Checkpoints, both kinds in one place.
+
+Model checkpoints (`save_checkpoint`, `load_checkpoint`; the best model is `<run dir>/best/model.pt`):
+weights, model config, the vocabulary fingerprint and the pre-trained vector sources (name + fingerprint)
+in one torch file.
 
 Loading uses ``torch.load(weights_only=True)`` (no pickled code runs) and refuses a vocabulary whose
 fingerprint differs from the one the model was trained with. Pre-trained vectors are *not* stored (GloVe
 840B alone is 2.6 GB): they are reopened from the sources named in the model config (or passed in), and
 a source whose fingerprint differs from the recorded one is refused.
 Files are written to a temporary name and renamed, so a crash never leaves half a checkpoint.
+
+Resumable training state (`save_training_state`, `load_training_state`): a directory that Ray Train
+registers as a checkpoint, holding ``state.pt`` (rank 0: model, optimizer, scheduler, weight average,
+iteration, schedule position, best score, vocabulary and vector fingerprints) and ``rank<r>.pt`` per
+worker (its data-order and RNG states).
 """
 from __future__ import annotations
 
@@ -24,6 +32,8 @@ from train.vectors import VectorSource
 from train.vocab import Vocab
 
 FORMAT = "deca-mqan/2"  # 2: inputs featurized from token strings, vector sources recorded
+STATE_FILE = "state.pt"
+BEST = Path("best") / "model.pt"
 
 
 def save_checkpoint(path: str | Path, model: MQAN, extra: dict[str, Any] | None = None) -> Path:
@@ -71,8 +81,26 @@ def load_checkpoint(path: str | Path, vocab: Vocab, word_vectors: VectorSource |
     Refuses (DataError) a vocabulary with another fingerprint, or pre-trained vectors other than the
     training ones. `word_vectors` / `char_vectors` override opening the sources named in the stored config.
     """
-    path = Path(path)
     payload = read_checkpoint(path, map_location)
+    model = model_from_payload(path, payload, vocab, word_vectors, char_vectors, progress)
+    return model, payload["extra"]
+
+
+def load_model(path: str | Path, vocab_path: str | Path, device="cpu",
+               progress: bool = False) -> tuple[MQAN, Vocab, dict[str, Any]]:
+    """(model in eval mode on `device`, its vocabulary from `vocab_path`, the checkpoint's extra), reading the
+    checkpoint once: the generative vocabulary size comes from the stored model config."""
+    payload = read_checkpoint(path, device)
+    vocab = Vocab.load(vocab_path, int(payload["model_config"]["max_generative_vocab"]))
+    model = model_from_payload(path, payload, vocab, progress=progress)
+    return model.to(device).eval(), vocab, payload["extra"]
+
+
+def model_from_payload(path: str | Path, payload: dict[str, Any], vocab: Vocab,
+                       word_vectors: VectorSource | None = None, char_vectors: VectorSource | None = None,
+                       progress: bool = False) -> MQAN:
+    """The model of a checkpoint payload (`read_checkpoint`), checked against `vocab` and the vector sources."""
+    path = Path(path)
     if payload["vocab_fingerprint"] != vocab.fingerprint:
         raise DataError(path, f"the checkpoint was trained with another vocabulary (fingerprint "
                               f"{payload['vocab_fingerprint'][:12]}, {payload['vocab_size']} tokens) than the one "
@@ -92,7 +120,7 @@ def load_checkpoint(path: str | Path, vocab: Vocab, word_vectors: VectorSource |
     except RuntimeError as exc:
         raise DataError(path, f"weights do not fit the model ({str(exc)[:300]})",
                         fix="the checkpoint comes from another version of the code") from None
-    return model, payload["extra"]
+    return model
 
 
 def check_vectors(path: str | Path, recorded: dict, actual: dict) -> None:
@@ -108,3 +136,29 @@ def check_vectors(path: str | Path, recorded: dict, actual: dict) -> None:
             raise DataError(path, f"model.{key}: the model was trained with {show(want)}, not {show(have)}",
                             fix=f"set model.{key} to the source it was trained with"
                                 + (f" ({want['name']})" if want else " (null)"))
+
+
+def save_best(run_dir: str | Path, model: MQAN, extra: dict[str, Any]) -> Path:
+    """Write the best model of a run to <run_dir>/best/model.pt (what `deca evaluate` loads)."""
+    return save_checkpoint(Path(run_dir) / BEST, model, extra)
+
+
+def save_training_state(directory: str | Path, rank: int, worker_state: dict[str, Any],
+                        state: dict[str, Any] | None = None) -> None:
+    """Write this worker's `worker_state` (and, on rank 0, the shared `state`) into a checkpoint directory."""
+    directory = Path(directory)
+    if state is not None:
+        torch.save(state, directory / STATE_FILE)
+    torch.save(worker_state, directory / f"rank{rank}.pt")
+
+
+def load_training_state(directory: str | Path, rank: int, map_location="cpu") -> tuple[dict, dict]:
+    """(shared state, this worker's state) of a checkpoint directory written by `save_training_state`."""
+    directory = Path(directory)
+    state = torch.load(directory / STATE_FILE, map_location=map_location, weights_only=False)
+    mine = directory / f"rank{rank}.pt"
+    if not mine.exists():
+        n = state["world_size"]
+        raise DataError(directory, f"no state for worker {rank}: the checkpoint was written by {n} workers",
+                        fix=f"resume with train.num_workers={n}")
+    return state, torch.load(mine, map_location="cpu", weights_only=False)

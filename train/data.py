@@ -38,11 +38,7 @@ def read_share(processed_dir: str | Path, task: str, split: str, rank: int = 0, 
     `limit` keeps only the first `limit` rows of the split before sharding (e.g. validation caps).
     Raises DataError when the split is missing or this worker's share is empty.
     """
-    try:
-        table = read_split(processed_dir, task, split, columns=list(columns) if columns else None)
-    except FileNotFoundError as exc:
-        raise DataError(split_dir(processed_dir, task, split), "no processed Parquet shards",
-                        fix=f"run `deca prepare --tasks {task}` (or check data.processed_dir)") from exc
+    table = read_split(processed_dir, task, split, columns=list(columns) if columns else None)
     if limit is not None:
         table = table.slice(0, limit)
     if world_size > 1:

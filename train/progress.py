@@ -1,4 +1,4 @@
-"""Training progress on the driver, fed by rank 0 through a Ray actor (train.loop.Progress).
+"""Training progress: rank 0 pushes messages (`Progress`) to a Ray actor, the driver shows them (`ProgressBar`).
 
 On a terminal, a tqdm bar (iteration, phase, loss, tokens/s); elsewhere (a DVC stage, a log file, CI) or
 with `--no-progress`, one plain line every `every_s` seconds, so that a long run is never silent. A run
@@ -9,6 +9,20 @@ from __future__ import annotations
 import sys
 import threading
 import time
+
+
+class Progress:
+    """Fire-and-forget progress messages from rank 0 to the driver's progress bar (a Ray actor; None: no-op)."""
+
+    def __init__(self, sink, min_interval: float = 0.5):
+        self.sink, self.min_interval, self.last = sink, min_interval, 0.0
+
+    def push(self, force: bool = False, **values) -> None:
+        now = time.monotonic()
+        if self.sink is None or (not force and now - self.last < self.min_interval):
+            return
+        self.last = now
+        self.sink.push.remote(values)
 
 
 class ProgressBar:

@@ -1,6 +1,7 @@
-"""Continuing a stopped run with the settings it was started with.
+"""Training runs on disk, and continuing a stopped run with the settings it was started with.
 
-`deca train` records the resolved params of a run in ``<run>/deca_run.json``. `--resume` continues
+A run is a folder <train.storage_dir>/<name>/ holding its record ``deca_run.json`` (MLflow run, params,
+whether it finished), Ray Train's checkpoints and the best model (best/model.pt). `deca train` records the resolved params of a run in ``<run>/deca_run.json``. `--resume` continues
 with those, not with whatever params.yaml says now: a run started with ``--set train.iterations=60``
 continues to 60. A setting is changed on resume only when asked for explicitly with ``--set``; what
 params.yaml changed in the meantime is listed and ignored.
@@ -16,9 +17,20 @@ from typing import Any, Mapping
 
 from deca.checks import check_values, leaves
 from deca.config import Params, from_dict, set_dotted
-from deca.errors import DataError
+from deca.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
+
+RUN_FILE = "deca_run.json"
+
+
+def latest_run(storage: str | Path) -> Path:
+    """The run folder under `storage` whose record was written last (a run's record is rewritten when it
+    finishes); ConfigError when there is none."""
+    runs = sorted(Path(storage).glob(f"*/{RUN_FILE}"), key=lambda p: p.stat().st_mtime)
+    if not runs:
+        raise ConfigError(f"no training run under {storage}: run `deca train` first, or name the run")
+    return runs[-1].parent
 
 
 def read_run_file(run_file: Path) -> dict[str, Any]:
@@ -71,11 +83,11 @@ def _apply(params: Params, overrides: Mapping[str, Any]) -> Params:
     return out
 
 
-def auto_resume(run_dir: Path, run_file_name: str, params: Params) -> bool:
+def auto_resume(run_dir: Path, params: Params) -> bool:
     """For a pipeline stage that reruns one run name (`deca train --auto-resume`, DVC's train stage): True to
     continue the run in `run_dir`, which an interruption left with the same params and a checkpoint; else
     the folder (another configuration's run, or a finished one being rerun) is removed and False returned."""
-    run_file = run_dir / run_file_name
+    run_file = run_dir / RUN_FILE
     if not run_dir.exists():
         return False
     why = None

@@ -1,8 +1,9 @@
 """MLflow tracking of training runs: one MLflow run per training job (kept across resumes).
 
 The driver creates the run (resolved config as params, config and vocabulary fingerprint as artifacts);
-the rank-0 worker logs metrics by iteration, the phase (as a metric and a tag at each change), the best
-checkpoint and the plots; the driver closes the run with its final status. Other ranks never log.
+the rank-0 worker logs metrics by iteration through deca.metric_logging, the phase (as a metric and a tag
+at each change), the best checkpoint and the plots; the driver closes the run with its final status.
+Other ranks never log.
 
 Metric names:
   train/loss/<task>        mean training loss of that task's batches since the last log (all workers)
@@ -11,8 +12,9 @@ Metric names:
   train/tokens_per_s       context+question+answer tokens per second, all workers together
   train/examples_per_s
   phase                    index of the schedule phase (a step chart: phases show on every plot)
-  val/<task>/<metric>      every metric eval.api returns, and val/<task>/headline
-  val/decascore            the sum of the headline metrics of the trained tasks
+  validation/<task>/<metric>  every metric eval.api returns, and validation/<task>/headline
+  validation/decascore     the decaScore of the trained tasks (`deca evaluate` logs the same names)
+  validation/score         the model-selection score (sum of the trained tasks' headlines), and best_score
 Tracking URI: $MLFLOW_TRACKING_URI, else ``sqlite:///<project>/mlflow.db`` with artifacts in
 ``<project>/mlruns`` (set explicitly: with sqlite MLflow would otherwise use ./mlruns of whatever
 directory the experiment happens to be created from).
@@ -31,14 +33,9 @@ from typing import Any, Mapping
 import yaml
 
 from deca.config import tracking_uri  # noqa: F401  (re-exported: train code imports it from here)
+from deca.metric_logging import MetricLogger, client
 
 PARAM_LIMIT = 6000  # MLflow's maximum param value length
-
-
-def client(uri: str):
-    from mlflow import MlflowClient
-
-    return MlflowClient(tracking_uri=uri)
 
 
 def ensure_experiment(mlflow_client, name: str, artifact_root: str | Path | None) -> str:
@@ -104,44 +101,24 @@ def end_run(uri: str, run_id: str, status: str = "FINISHED") -> None:
     client(uri).set_terminated(run_id, status)
 
 
-class RunLogger:
-    """What the rank-0 worker logs into an existing run."""
+class PhaseLog:
+    """Records the schedule phase into a run once per change: metric `phase`, tags `phase` and `phase.<i>`."""
 
-    def __init__(self, uri: str, run_id: str):
-        self.uri, self.run_id = uri, run_id
-        self.client = client(uri)
-        self._phase: int | None = None
+    def __init__(self, logger: MetricLogger | None):
+        self.logger = logger
+        self.current: int | None = None
 
-    def metrics(self, values: Mapping[str, float], step: int) -> None:
-        from mlflow.entities import Metric
-
-        now = int(time.time() * 1000)
-        batch = [Metric(k, float(v), now, int(step)) for k, v in values.items() if v is not None]
-        for i in range(0, len(batch), 500):
-            self.client.log_batch(self.run_id, metrics=batch[i:i + 500])
-
-    def phase(self, index: int, name: str, step: int) -> None:
-        """Record the phase at `step` once per change: metric `phase` and tags `phase`, `phase.<i>`."""
-        if index == self._phase:
+    def record(self, index: int, name: str, step: int) -> None:
+        if self.logger is None or index == self.current:
             return
-        self._phase = index
-        self.metrics({"phase": index}, step)
-        self.client.set_tag(self.run_id, "phase", name)
-        self.client.set_tag(self.run_id, f"phase.{index}", f"{name} from iteration {step}")
+        self.current = index
+        self.logger.log_metrics({"phase": index}, step)
+        self.logger.set_tag("phase", name)
+        self.logger.set_tag(f"phase.{index}", f"{name} from iteration {step}")
 
-    def assume_phase(self, index: int | None) -> None:
+    def assume(self, index: int | None) -> None:
         """On resume: the phase already recorded before the checkpoint (not logged again)."""
-        self._phase = index
-
-    def tag(self, key: str, value: Any) -> None:
-        self.client.set_tag(self.run_id, key, str(value))
-
-    def artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
-        path = Path(path)
-        if path.is_dir():
-            self.client.log_artifacts(self.run_id, str(path), artifact_path)
-        else:
-            self.client.log_artifact(self.run_id, str(path), artifact_path)
+        self.current = index
 
 
 def history(uri: str, run_id: str, prefix: str = "") -> dict[str, list[tuple[int, float]]]:
@@ -164,16 +141,16 @@ def plot_run(uri: str, run_id: str, out_dir: str | Path) -> list[Path]:
     changes = [step for step, _ in hist.get("phase", [])[1:]]
     written = []
     for name, prefix, ylabel in (("loss", "train/loss/", "training loss (NLL)"),
-                                 ("validation", "val/", "validation metric (0-100)")):
+                                 ("validation", "validation/", "validation metric (0-100)")):
         series = {k: v for k, v in hist.items() if k.startswith(prefix) and (name == "loss" or k.endswith("/headline"))}
         if not series:
             continue
         fig, ax = plt.subplots(figsize=(8, 4.5))
         for key, points in series.items():
             steps, values = zip(*points)
-            ax.plot(steps, values, label=key[len(prefix):] if name == "loss" else key[4:], marker="." if
+            ax.plot(steps, values, label=key[len(prefix):].removesuffix("/headline"), marker="." if
                     len(points) < 30 else None)
-        total = hist.get("val/score") if name == "validation" and len(series) > 1 else None
+        total = hist.get("validation/score") if name == "validation" and len(series) > 1 else None
         if total:  # the sum of headlines (up to 100 per task) gets its own axis, not the 0-100 one
             twin = ax.twinx()
             twin.plot(*zip(*total), color="black", linestyle=":", label="sum of headlines")

@@ -7,8 +7,7 @@ existing name; ``resume=True`` reuses the name: Ray Train finds the run's checkp
 workers continue from the latest one, logging into the same MLflow run.
 
 On multi-node clusters storage_dir must be shared storage and MLFLOW_TRACKING_URI a server every node
-reaches. Testing hook: DECA_TRAIN_FAIL_AT=<iteration> makes the last worker exit hard right after that
-iteration, once per run (a marker file in the run directory records it).
+reaches.
 """
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import pyarrow.parquet as pq
 
@@ -30,11 +29,10 @@ from deca.io import write_json
 from deca.registry import resolve_tasks
 from deca.schema import split_dir
 from train.progress import ProgressBar
-from train.resume import auto_resume, params_for_resume, read_run_file
+from train.resume import RUN_FILE, auto_resume, latest_run, params_for_resume, read_run_file
 
 log = logging.getLogger(__name__)
 
-RUN_FILE = "deca_run.json"
 QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
              "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0", "PYTHONHASHSEED": "0"}
 
@@ -93,18 +91,11 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
 def auto_resume_run(params: Params, run_name: str, project: str | Path | None = None) -> bool:
     """Whether `deca train --auto-resume --run-name NAME` continues NAME (see train.resume.auto_resume)."""
     params = resolve_paths(params, Path(project or Path.cwd()).resolve())
-    return auto_resume(Path(params.train.storage_dir) / run_name, RUN_FILE, params)
+    return auto_resume(Path(params.train.storage_dir) / run_name, params)
 
 
 def default_run_name(params: Params) -> str:
     return f"{params.train.strategy}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def latest_run(storage: Path) -> str:
-    runs = sorted((p for p in storage.glob(f"*/{RUN_FILE}")), key=lambda p: p.stat().st_mtime)
-    if not runs:
-        raise ConfigError(f"--resume: no run to resume under {storage}")
-    return runs[-1].parent.name
 
 
 def start_ray(params: Params) -> bool:
@@ -161,60 +152,27 @@ def _progress_sink():
 
 
 def fit(params: Params, *, run_name: str | None = None, resume: bool = False, progress: bool = True,
-        project: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Outcome:
+        project: str | Path | None = None, overrides: dict[str, Any] | None = None,
+        hooks: Sequence[Callable] = ()) -> Outcome:
     """Train as `params.train` says; see the module docstring. Returns where everything went.
 
-    With `resume`, the run continues with the params it recorded, plus `overrides` (train/resume.py)."""
-    from train.tracking import end_run, reopen_run, start_run, tracking_uri, vocab_fingerprint
+    With `resume`, the run continues with the params it recorded, plus `overrides` (train/resume.py).
+    `hooks` are called with the worker's TrainingRecipe after every step (train/recipe.py; tests)."""
+    from train.tracking import end_run
 
     project = Path(project or Path.cwd()).resolve()
-    params = resolve_paths(params, project)
-    storage = Path(params.train.storage_dir)
-    if resume:
-        run_name = run_name or latest_run(storage)
-        run_file = storage / run_name / RUN_FILE
-        if not run_file.exists():
-            raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
-        params = resolve_paths(params_for_resume(run_file, params, overrides or {}), project)
-        info = read_run_file(run_file)
-        uri, run_id = info["tracking_uri"], info["mlflow_run_id"]
-        reopen_run(uri, run_id)
-    tc = params.train
-    tasks = resolve_tasks(tc.tasks)
-    check_inputs(params, tasks)
-    from train.schedule import from_config
-
-    schedule = from_config(tc, tasks)  # configuration errors surface before Ray starts
-    if not resume:
-        run_name = run_name or default_run_name(params)
-        if (storage / run_name).exists():
-            raise ConfigError(f"run {run_name!r} already exists under {storage}; "
-                              f"pass --resume to continue it or choose another --run-name")
-        uri = tracking_uri(project)
-        # a DVC experiment's run is named after the experiment (every one trains the run folder `pipeline`)
-        mlflow_name = os.environ.get("DVC_EXP_NAME") or run_name
-        run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project,
-                           vocab=vocab_fingerprint(params.data.vocab_path),
-                           tags={"strategy": tc.strategy, "tasks": ",".join(tasks),
-                                 "schedule": schedule.describe(), "workers": str(tc.num_workers)})
-        (storage / run_name).mkdir(parents=True)
-        info = {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "params": dataclasses.asdict(params)}
-        write_json(storage / run_name / RUN_FILE, info)
-    run_dir = storage / run_name
-
+    params, run_name, uri, run_id = open_run(resolve_paths(params, project), run_name, resume, project,
+                                             overrides or {})
+    run_dir = Path(params.train.storage_dir) / run_name
     started = start_ray(params)
     try:
         check_resources(params)
         sink = _progress_sink()
-        config = {"params": dataclasses.asdict(params), "tasks": tasks, "run_dir": str(run_dir),
-                  "processed_dir": params.data.processed_dir, "vocab_path": params.data.vocab_path,
-                  "tracking_uri": uri, "run_id": run_id, "progress": sink}
-        fail_at = os.environ.get("DECA_TRAIN_FAIL_AT")
-        if fail_at:
-            config["fail_at"] = {"iteration": int(fail_at), "marker": str(run_dir / ".injected_failure")}
+        config = {"params": dataclasses.asdict(params), "tasks": resolve_tasks(params.train.tasks),
+                  "run_dir": str(run_dir), "tracking_uri": uri, "run_id": run_id, "progress": sink,
+                  "hooks": list(hooks)}
         trainer = build_trainer(params, run_name, config)
-        with ProgressBar(sink, tc.iterations, progress, tc.max_minutes):
+        with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes):
             try:
                 result = fit_in_thread(trainer)
             except BaseException as exc:
@@ -233,6 +191,46 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
     best = run_dir / "best"
     return Outcome(run_name, run_dir, run_id, uri, result.checkpoint.path if result.checkpoint else None,
                    best if best.exists() else None, dict(result.metrics or {}))
+
+
+def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
+             overrides: dict[str, Any]) -> tuple[Params, str, str, str]:
+    """Check the inputs and create (or, with `resume`, reopen) the run: (params, run name, tracking URI,
+    MLflow run id). A new run writes <storage>/<name>/deca_run.json; an existing name is refused."""
+    from train.schedule import from_config
+    from train.tracking import reopen_run, start_run, tracking_uri, vocab_fingerprint
+
+    storage = Path(params.train.storage_dir)
+    if resume:
+        run_name = run_name or latest_run(storage).name
+        run_file = storage / run_name / RUN_FILE
+        if not run_file.exists():
+            raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
+        params = resolve_paths(params_for_resume(run_file, params, overrides), project)
+        info = read_run_file(run_file)
+        reopen_run(info["tracking_uri"], info["mlflow_run_id"])
+    tc = params.train
+    tasks = resolve_tasks(tc.tasks)
+    check_inputs(params, tasks)
+    schedule = from_config(tc, tasks)  # configuration errors surface before Ray starts
+    if resume:
+        return params, run_name, info["tracking_uri"], info["mlflow_run_id"]
+    run_name = run_name or default_run_name(params)
+    if (storage / run_name).exists():
+        raise ConfigError(f"run {run_name!r} already exists under {storage}; "
+                          f"pass --resume to continue it or choose another --run-name")
+    uri = tracking_uri(project)
+    # a DVC experiment's run is named after the experiment (every one trains the run folder `pipeline`)
+    mlflow_name = os.environ.get("DVC_EXP_NAME") or run_name
+    run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project,
+                       vocab=vocab_fingerprint(params.data.vocab_path),
+                       tags={"strategy": tc.strategy, "tasks": ",".join(tasks),
+                             "schedule": schedule.describe(), "workers": str(tc.num_workers)})
+    (storage / run_name).mkdir(parents=True)
+    write_json(storage / run_name / RUN_FILE,
+               {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "params": dataclasses.asdict(params)})
+    return params, run_name, uri, run_id
 
 
 def fit_in_thread(trainer):

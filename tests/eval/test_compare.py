@@ -37,19 +37,23 @@ def store(tmp_path_factory):
     exp = client.create_experiment("decanlp", artifact_location=(path / "artifacts").as_uri())
     ids = {}
 
-    def run(name, strategy, metrics, **tags):
+    def run(name, strategy, metrics, evaluated=None, **tags):
         r = client.create_run(exp, run_name=name, tags={"strategy": strategy, **tags})
         client.log_batch(r.info.run_id, params=[Param("train.strategy", strategy)],
-                         metrics=[Metric(k, v, 0, 7) for k, v in metrics.items()])
+                         metrics=[Metric(k, v, 1000, 7) for k, v in metrics.items()]
+                         + [Metric(k, v - 50.0, 1000, 9) for k, v in metrics.items() if k.startswith("validation/")])
+        if evaluated:  # deca evaluate scores the best model (iteration 7) later, with all examples
+            client.log_batch(r.info.run_id, metrics=[Metric(k, v, 2000, 7) for k, v in evaluated.items()])
+            client.set_tag(r.info.run_id, compare.EVALUATED_TAG.format(split="validation"), 7)
         client.set_terminated(r.info.run_id)
         ids[name] = r.info.run_id
 
     evaluated = {headline_key(t): 10.0 + i for i, t in enumerate(DECANLP)}
-    evaluated.update({"validation/decascore": sum(evaluated.values()), "val/sst/headline": 99.0,
-                      headline_key("sst", "test"): 42.0})
-    run("joint", "fully_joint", evaluated)
-    run("squad-first", "anti_curriculum_squad", {"val/squad/headline": 30.0, "val/sst/headline": 60.0,
-                                                 "val/decascore": 90.0, "train/loss": 3.0},
+    evaluated.update({"validation/decascore": sum(evaluated.values()), headline_key("sst", "test"): 42.0})
+    during_training = {headline_key(t): 99.0 for t in DECANLP}
+    run("joint", "fully_joint", during_training, evaluated=evaluated)
+    run("squad-first", "anti_curriculum_squad", {headline_key("squad"): 80.0, headline_key("sst"): 110.0,
+                                                 "validation/decascore": 190.0, "train/loss": 3.0},
         **{"phase.0": "anti_curriculum_squad from iteration 0", "phase.1": "round_robin from iteration 3"})
     run("crashed", "fully_joint", {"train/loss": 9.0})
     return uri, ids
@@ -60,10 +64,11 @@ def test_rows_from_mlflow_prefer_evaluate_metrics(store):
     rows = compare.rows_from_mlflow(uri, experiments=["decanlp"])
     assert [r.label for r in rows] == ["joint", "squad-first"]  # start order; the run without metrics is left out
     joint, squad = rows
-    assert joint.scores["sst"] == 14.0  # deca evaluate's metric wins over the in-training validation
+    assert joint.scores["sst"] == 14.0  # deca evaluate's value wins over the later in-training validation
     assert joint.total == pytest.approx(sum(10.0 + i for i in range(10))) and not joint.partial
-    assert joint.strategy == "fully_joint" and joint.meta["metrics"] == "validation/"
-    assert squad.scores == {"squad": 30.0, "sst": 60.0} and squad.partial and squad.meta["metrics"] == "val/"
+    assert joint.strategy == "fully_joint" and joint.meta["metrics"] == "evaluate"
+    # without an evaluation: the latest validation round (iteration 9)
+    assert squad.scores == {"squad": 30.0, "sst": 60.0} and squad.partial and squad.meta["metrics"] == "training"
 
 
 def test_rows_from_mlflow_filters_and_run_ids(store):
@@ -73,7 +78,7 @@ def test_rows_from_mlflow_filters_and_run_ids(store):
     rows = compare.rows_from_mlflow(uri, run_ids=[ids["squad-first"]])
     assert [r.label for r in rows] == ["squad-first"]
     test_rows = compare.rows_from_mlflow(uri, experiments=["decanlp"], split="test")
-    assert [(r.label, r.scores) for r in test_rows] == [("joint", {"sst": 42.0})]  # no val/ fallback for test
+    assert [(r.label, r.scores) for r in test_rows] == [("joint", {"sst": 42.0})]
     with pytest.raises(ConfigError, match="no MLflow experiment 'nope'.*decanlp"):
         compare.rows_from_mlflow(uri, experiments=["nope"])
 
@@ -168,6 +173,6 @@ def test_a_curriculum_run_that_never_left_its_first_phase_is_labelled(tmp_path):
     exp = client.create_experiment("decanlp", artifact_location=(tmp_path / "artifacts").as_uri())
     r = client.create_run(exp, run_name="short", tags={"phase.0": "anti_curriculum_squad from iteration 0"})
     client.log_batch(r.info.run_id, params=[Param("train.strategy", "anti_curriculum_squad")],
-                     metrics=[Metric("val/squad/headline", 5.0, 0, 7)])
+                     metrics=[Metric("validation/squad/nf1", 5.0, 0, 7)])
     (row,) = compare.rows_from_mlflow(uri, experiments=["decanlp"])
     assert row.strategy == "anti_curriculum_squad (first phase only)"

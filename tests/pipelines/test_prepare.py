@@ -169,7 +169,7 @@ def test_rerunning_some_splits_keeps_the_others(prepared, tmp_path, monkeypatch)
     assert stats["splits"]["train"]["examples"] == 4 and stats["splits"]["validation"]["examples"] == 1
     dropped = [(r["split"], r["id"]) for r in pq.read_table(out / FAKE / "dropped.parquet").to_pylist()]
     assert dropped == [("train", "t3"), ("train", "t4"), ("test", "x1")]
-    assert not list(out.glob(".staging-*")) and not list(out.glob(".old-*"))
+    assert sorted(p.name for p in out.iterdir()) == [FAKE]  # no staging or replaced directory is left
 
 
 def test_duplicate_ids_are_an_error(tmp_path, monkeypatch):

@@ -117,14 +117,16 @@ def test_leftovers_of_killed_runs_are_removed_but_not_live_ones(tmp_path):
     dead_pid = int(proc.stdout)
     host = sinks.new_run_id().split("-")[0]
     dead = tmp_path / f"{sinks.STAGING_PREFIX}{host}-{dead_pid}-abcd1234"
-    old = tmp_path / f"{sinks.OLD_PREFIX}{host}-{dead_pid}-abcd1234-sst"
+    old = tmp_path / f"{sinks.OLD_PREFIX}{host}-{dead_pid}-abcd1234-sst"  # named by older versions
+    swapped = tmp_path / f".sst.old-{dead_pid}"  # named by deca.io.swap_dir
     live = tmp_path / f"{sinks.STAGING_PREFIX}{host}-{os.getpid()}-abcd1234"
+    live_swap = tmp_path / f".sst.old-{os.getpid()}"
     other_host = tmp_path / f"{sinks.STAGING_PREFIX}otherhost-{dead_pid}-abcd1234"
-    for d in (dead, old, live, other_host):
+    for d in (dead, old, swapped, live, live_swap, other_host, tmp_path / "sst"):
         d.mkdir()
     removed = sinks.remove_stale(tmp_path)
-    assert sorted(removed) == sorted([dead, old])
-    assert live.exists() and other_host.exists()
+    assert sorted(removed) == sorted([dead, old, swapped])
+    assert live.exists() and live_swap.exists() and other_host.exists() and (tmp_path / "sst").exists()
 
 
 def test_unwrap_data_error_from_a_runner_message():

@@ -111,3 +111,15 @@ def test_a_zero_vocabulary_size_is_refused_not_replaced(processed, tmp_path):
     with pytest.raises(ConfigError, match=r"vocabulary size 0 \(--vocab-size or prepare.vocab_size\): must be >= 1"):
         vocab.run(["sst"], processed, tmp_path / "v.txt", PrepareConfig(), size=0)
     assert not (tmp_path / "v.txt").exists()
+
+
+def test_a_pipeline_that_writes_nothing_keeps_the_old_vocabulary(processed, tmp_path, monkeypatch):
+    import apache_beam as beam
+
+    path = tmp_path / "vocab.txt"
+    path.write_text("old\n", encoding="utf-8")
+    monkeypatch.setattr(vocab, "build", lambda p, files, size, tmp: p | beam.Create([1]))
+    with pytest.raises(DataError, match="the vocabulary pipeline wrote nothing"):
+        vocab.run(["sst"], processed, path, PrepareConfig())
+    assert path.read_text(encoding="utf-8") == "old\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

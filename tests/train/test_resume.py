@@ -66,12 +66,12 @@ def test_auto_resume_continues_only_an_interrupted_run_with_the_same_params(tmp_
         (run / "deca_run.json").write_text(json.dumps(info), encoding="utf-8")
         return run
 
-    assert auto_resume(make("interrupted"), "deca_run.json", params) is True
+    assert auto_resume(make("interrupted"), params) is True
     assert (tmp_path / "interrupted").exists()
     for run in (make("finished", finished=True), make("other", lr=1e-4), make("early", checkpoint=False)):
-        assert auto_resume(run, "deca_run.json", params) is False
+        assert auto_resume(run, params) is False
         assert not run.exists()  # started over
-    assert auto_resume(tmp_path / "never", "deca_run.json", params) is False
+    assert auto_resume(tmp_path / "never", params) is False
 
 
 def test_a_corrupt_run_record_is_a_clear_error(tmp_path):

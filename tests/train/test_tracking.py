@@ -1,7 +1,8 @@
 import json
 
 from deca.config import Params
-from train.tracking import RunLogger, end_run, flatten, history, plot_run, start_run, tracking_uri, vocab_fingerprint
+from deca.metric_logging import MemoryLogger, MLflowLogger
+from train.tracking import PhaseLog, end_run, flatten, history, plot_run, start_run, tracking_uri, vocab_fingerprint
 
 
 def test_flatten_config():
@@ -27,12 +28,13 @@ def test_run_round_trip(tmp_path):
     assert fp["tokens"] == 2 and len(fp["sha256"]) == 64
     run_id = start_run(uri, "exp", "r1", {"train": {"iterations": 5}}, project=tmp_path, vocab=fp,
                        tags={"strategy": "custom"})
-    logger = RunLogger(uri, run_id)
-    logger.phase(0, "warm", 0)
+    logger = MLflowLogger(uri, run_id)
+    phases = PhaseLog(logger)
+    phases.record(0, "warm", 0)
     for step in range(1, 5):
-        logger.metrics({"train/loss/sst": 5.0 - step, "train/lr": 0.1}, step)
-        logger.phase(0 if step < 3 else 1, "warm" if step < 3 else "round_robin", step)
-    logger.metrics({"val/sst/headline": 50.0, "val/decascore": 50.0}, 4)
+        logger.log_metrics({"train/loss/sst": 5.0 - step, "train/lr": 0.1, "train/nan": float("nan")}, step)
+        phases.record(0 if step < 3 else 1, "warm" if step < 3 else "round_robin", step)
+    logger.log_metrics({"validation/sst/headline": 50.0, "validation/decascore": 50.0}, 4)
     pngs = plot_run(uri, run_id, tmp_path / "plots")
     assert [p.name for p in pngs] == ["loss.png", "validation.png"]
     assert pngs[0].read_bytes()[:4] == b"\x89PNG"
@@ -43,9 +45,21 @@ def test_run_round_trip(tmp_path):
     assert run.data.tags["phase"] == "round_robin" and run.data.tags["phase.1"] == "round_robin from iteration 3"
     assert history(uri, run_id, "phase")["phase"] == [(0, 0.0), (3, 1.0)]
     assert history(uri, run_id, "train/loss/")["train/loss/sst"][-1] == (4, 1.0)
+    assert "train/nan" not in run.data.metrics  # non-finite values are not logged
     art = run.info.artifact_uri
     assert art.startswith((tmp_path / "mlruns").as_uri())
     names = {a.path for a in logger.client.list_artifacts(run_id, "config")}
     assert names == {"config/params.yaml", "config/vocab_fingerprint.json"}
     local = logger.client.download_artifacts(run_id, "config/vocab_fingerprint.json", str(tmp_path))
     assert json.loads(open(local).read())["sha256"] == fp["sha256"]
+
+
+def test_phase_log_records_each_change_once_and_assumes_the_resumed_phase():
+    logger = MemoryLogger()
+    phases = PhaseLog(logger)
+    phases.assume(0)  # resumed inside phase 0: not logged again
+    for step, index in enumerate([0, 0, 1, 1, 2]):
+        phases.record(index, f"p{index}", step)
+    assert logger.metrics["phase"] == [(2, 1.0), (4, 2.0)]
+    assert logger.tags == {"phase": "p2", "phase.1": "p1 from iteration 2", "phase.2": "p2 from iteration 4"}
+    PhaseLog(None).record(0, "p0", 0)  # other ranks: nothing to log to

@@ -65,15 +65,15 @@ def base(mini_data, tmp_path_factory):
 
 
 def run(params, root, monkeypatch, name, resume=False, fail_at=None, overrides=None, **train):
+    from tests.train.hooks import KillOnce, by_value
     from train.trainer import fit
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root}/mlflow.db")
-    if fail_at is None:
-        monkeypatch.delenv("DECA_TRAIN_FAIL_AT", raising=False)
-    else:
-        monkeypatch.setenv("DECA_TRAIN_FAIL_AT", str(fail_at))
+    by_value()
+    marker = root / "checkpoints" / name / ".injected_failure"
+    hooks = [] if fail_at is None else [KillOnce(fail_at, marker)]
     p = dataclasses.replace(params, train=dataclasses.replace(params.train, **train))
-    return fit(p, run_name=name, resume=resume, progress=False, project=root, overrides=overrides)
+    return fit(p, run_name=name, resume=resume, progress=False, project=root, overrides=overrides, hooks=hooks)
 
 
 def final_state(outcome):
@@ -130,10 +130,11 @@ def test_two_workers_complete_with_mlflow_and_checkpoint_after_an_injected_failu
     assert len(r.data.tags["vocab.sha256"]) == 64
     metrics = r.data.metrics
     for key in ("train/loss", "train/loss/sst", "train/loss/woz.en", "train/loss/schema", "train/lr",
-                "train/tokens_per_s", "train/examples_per_s", "val/sst/headline", "val/woz.en/headline",
-                "val/schema/headline", "val/sst/em", "val/decascore", "val/score", "phase"):
+                "train/tokens_per_s", "train/examples_per_s", "validation/sst/headline",
+                "validation/woz.en/headline", "validation/schema/headline", "validation/sst/em",
+                "validation/decascore", "validation/score", "validation/best_score", "phase"):
         assert key in metrics, key
-    assert sorted({s for s, _ in history(a.tracking_uri, a.mlflow_run_id, "val/decascore")["val/decascore"]}) \
+    assert sorted({s for s, _ in history(a.tracking_uri, a.mlflow_run_id, "validation/decascore")["validation/decascore"]}) \
         == [8, 16]
     steps = sorted({s for s, _ in history(a.tracking_uri, a.mlflow_run_id, "train/lr")["train/lr"]})
     assert steps == list(range(1, ITERATIONS + 1))

@@ -11,34 +11,13 @@ Examples:
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-import yaml
-
-from deca.config import load_params
+from deca.config import add_params_arguments, load_params, parse_overrides
 from deca.errors import ConfigError
 
 
-def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """``section.key=value`` pairs; values are YAML (``5``, ``[sst, woz.en]``, ``null``, ``true``)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or "." not in key:
-            raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. train.iterations=50")
-        try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({exc})") from exc
-    return out
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = __doc__.split("\n", 2)[2]
-    parser.add_argument("--params", default="params.yaml", help="parameter file (default: %(default)s)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a parameter, e.g. train.iterations=50 (repeatable; YAML values)")
+    add_params_arguments(parser)
     parser.add_argument("--run-name", help="name of the run under train.storage_dir and in MLflow "
                                            "(default: <strategy>-<date>-<time>)")
     parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="NAME",

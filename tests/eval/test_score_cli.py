@@ -174,9 +174,9 @@ def test_mlflow_without_a_run_is_an_error(workspace, capsys, monkeypatch):
     assert code == 1 and "no active MLflow run" in err
 
 
-def test_log_to_mlflow_inside_an_active_run(tmp_path, monkeypatch):
+def test_log_scores_inside_an_active_run(tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow")
-    from eval.score import log_to_mlflow
+    from eval.score import log_scores
 
     monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -184,6 +184,19 @@ def test_log_to_mlflow_inside_an_active_run(tmp_path, monkeypatch):
     scored = {"task": "sst", "split": "test", "n": 1, "metrics": {"em": 50.0},
               "headline": {"name": "em", "value": 50.0}}
     with mlflow.start_run(experiment_id=experiment) as run:
-        assert log_to_mlflow(scored, step=3) == run.info.run_id
+        assert log_scores(scored, step=3) == run.info.run_id
     history = mlflow.tracking.MlflowClient().get_metric_history(run.info.run_id, "test/sst/em")
     assert [(m.value, m.step) for m in history] == [(50.0, 3)]
+    assert "test/decascore" not in mlflow.tracking.MlflowClient().get_run(run.info.run_id).data.metrics
+
+
+def test_log_scores_names_metrics_in_the_one_namespace():
+    from deca.metric_logging import MemoryLogger
+    from eval.score import log_scores
+
+    logger = MemoryLogger()
+    result = {"task": "sst", "split": "validation", "n": 1, "metrics": {"em": 50.0, "note": "x"},
+              "headline": {"name": "em", "value": 50.0}}
+    log_scores({"split": "validation", "decascore": 50.0, "results": {"sst": result}}, logger, step=7)
+    assert logger.metrics == {"validation/sst/em": [(7, 50.0)], "validation/sst/headline": [(7, 50.0)],
+                              "validation/decascore": [(7, 50.0)]}

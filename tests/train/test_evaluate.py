@@ -1,4 +1,4 @@
-"""`deca evaluate` (train/evaluate_cli.py) with a tiny real model on the miniature processed data."""
+"""`deca evaluate` (train/evaluate.py, train/evaluate_cli.py) with a tiny real model on the miniature processed data."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +11,8 @@ import torch
 from deca.config import ModelConfig, Params, load_params
 from deca.errors import ConfigError, DataError
 from deca.schema import read_split
-from train import evaluate_cli
+from train.evaluate import evaluate
+from train.resume import latest_run
 from train.checkpoint import save_checkpoint
 from train.model import MQAN, build_model
 from train.vocab import Vocab
@@ -37,7 +38,11 @@ def setup(mini_data, tmp_path_factory):
     torch.manual_seed(0)
     run_dir = root / "checkpoints" / "run1"
     save_checkpoint(run_dir / "best" / "model.pt", build_model(cfg, vocab), {"iteration": 7})
+    (run_dir / "deca_run.json").write_text(json.dumps(UNTRACKED))
     return root, processed, vocab_path, run_dir
+
+
+UNTRACKED = {"mlflow_run_id": None, "tracking_uri": None}  # a run record without an MLflow run
 
 
 def params_for(setup, **evaluate) -> Params:
@@ -58,7 +63,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def test_writes_predictions_metrics_report_and_plots(setup):
     params = params_for(setup)
-    scored = evaluate_cli.evaluate(params, progress=False)  # the latest run under train.storage_dir
+    scored = evaluate(params, progress=False)  # the latest run under train.storage_dir
     ev = params.evaluate
     for task in TASKS:
         gold = read_split(params.data.processed_dir, task, "validation").to_pylist()
@@ -91,7 +96,7 @@ def test_oracle_predictions_score_100(setup, monkeypatch):
         return type("Out", (), {"texts": [answers[i] for i in batch.ids]})()
 
     monkeypatch.setattr(MQAN, "greedy", oracle)
-    scored = evaluate_cli.evaluate(params, progress=False)
+    scored = evaluate(params, progress=False)
     assert {t: r["headline"]["value"] for t, r in scored["results"].items()} == {t: 100.0 for t in TASKS}
     assert scored["decascore"] == 200.0
 
@@ -99,7 +104,7 @@ def test_oracle_predictions_score_100(setup, monkeypatch):
 def test_test_split_skips_tasks_without_one(setup):
     params = params_for(setup, split="test")
     params = dataclasses.replace(params, evaluate=dataclasses.replace(params.evaluate, tasks=["sst", "squad"]))
-    scored = evaluate_cli.evaluate(params, run=str(setup[3]), progress=False)
+    scored = evaluate(params, run=str(setup[3]), progress=False)
     assert list(scored["results"]) == ["sst"] and scored["skipped"] == {"squad": "no test split"}
     preds = read_jsonl(Path(params.evaluate.predictions_dir) / "sst.jsonl")
     assert preds and all(p["id"].startswith("t-") for p in preds)
@@ -112,7 +117,7 @@ def test_max_examples_and_predictions_replaced_as_a_whole(setup):
     stale = Path(params.evaluate.predictions_dir) / "woz.en.jsonl"
     stale.parent.mkdir(parents=True, exist_ok=True)
     stale.write_text('{"id": "x", "prediction": "old"}\n')
-    scored = evaluate_cli.evaluate(params, progress=False)
+    scored = evaluate(params, progress=False)
     assert all(r["n"] == 2 for r in scored["results"].values())
     assert sorted(p.name for p in stale.parent.iterdir()) == ["schema.jsonl", "sst.jsonl"]
     assert json.loads(Path(params.evaluate.metrics_path).read_text())["max_examples"] == 2
@@ -120,14 +125,14 @@ def test_max_examples_and_predictions_replaced_as_a_whole(setup):
 
 def test_a_missing_split_fails_naming_it_and_leaves_results_alone(setup):
     params = params_for(setup)
-    evaluate_cli.evaluate(params, progress=False)
+    evaluate(params, progress=False)
     before = {p.name: p.read_bytes() for p in Path(params.evaluate.predictions_dir).iterdir()}
     metrics_before = Path(params.evaluate.metrics_path).read_bytes()
     # mrqa.drop is an evaluation-only task: the miniature processed data has no split of it
     bad = dataclasses.replace(params, evaluate=dataclasses.replace(params.evaluate, tasks=["sst", "mrqa.drop"]))
     assert not (Path(params.data.processed_dir) / "mrqa.drop").exists()
     with pytest.raises(DataError, match=r"mrqa.drop/validation: no processed Parquet shards[\s\S]*deca prepare --tasks mrqa.drop"):
-        evaluate_cli.evaluate(bad, progress=False)
+        evaluate(bad, progress=False)
     assert {p.name: p.read_bytes() for p in Path(params.evaluate.predictions_dir).iterdir()} == before
     assert Path(params.evaluate.metrics_path).read_bytes() == metrics_before
 
@@ -142,14 +147,15 @@ def test_logs_into_the_training_runs_mlflow_run(setup, tmp_path):
     run_id = client.create_run(exp, run_name="run1").info.run_id
     (run_dir / "deca_run.json").write_text(json.dumps({"mlflow_run_id": run_id, "tracking_uri": uri}))
     try:
-        scored = evaluate_cli.evaluate(params_for(setup), run=str(run_dir), progress=False)
+        scored = evaluate(params_for(setup), run=str(run_dir), progress=False)
     finally:
-        (run_dir / "deca_run.json").unlink()
+        (run_dir / "deca_run.json").write_text(json.dumps(UNTRACKED))
     logged = client.get_run(run_id).data.metrics
     assert logged["validation/decascore"] == pytest.approx(scored["decascore"])
     assert logged["validation/sst/em"] == pytest.approx(scored["results"]["sst"]["metrics"]["em"])
     history = client.get_metric_history(run_id, "validation/decascore")
     assert [m.step for m in history] == [7]
+    assert client.get_run(run_id).data.tags["evaluated.validation"] == "7"  # deca compare prefers these
     artifacts = {a.path for a in client.list_artifacts(run_id, "evaluation/validation")}
     assert {"evaluation/validation/metrics.json", "evaluation/validation/report.md"} <= artifacts
 
@@ -171,7 +177,7 @@ def test_cli_and_bad_settings(setup, tmp_path, capsys):
     assert main(["evaluate", "--params", str(path), "--split", "train", "--no-progress"]) == 1
     assert "evaluate.split must be validation or test" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="no training run under"):
-        evaluate_cli.find_run(tmp_path / "empty")
+        latest_run(tmp_path / "empty")
     assert main(["evaluate", "--params", str(path), "--run", str(tmp_path), "--no-progress"]) == 1
     assert "the run has no best model" in capsys.readouterr().err
 

@@ -10,8 +10,9 @@ import pytest
 from deca.cli import build_parser
 from deca.config import Params, load_params
 from deca.errors import ConfigError, DataError
-from train.cli import parse_overrides
-from train.trainer import RUN_FILE, check_inputs, fit, latest_run, resolve_paths
+from deca.config import parse_overrides
+from train.resume import RUN_FILE, latest_run
+from train.trainer import check_inputs, fit, resolve_paths
 
 
 def test_parse_overrides_yaml_values():
@@ -70,14 +71,14 @@ def test_inputs_are_checked_before_ray_starts(mini_data, tmp_path):
 def test_run_names_and_resume_errors(mini_data, tmp_path):
     processed, vocab, _ = mini_data
     storage = tmp_path / "checkpoints"
-    with pytest.raises(ConfigError, match="no run to resume"):
+    with pytest.raises(ConfigError, match="no training run under"):
         latest_run(storage)
     for name in ("old", "new"):
         (storage / name).mkdir(parents=True)
         (storage / name / RUN_FILE).write_text(json.dumps({"mlflow_run_id": "x", "tracking_uri": "y"}))
         time.sleep(0.01)
     os.utime(storage / "old" / RUN_FILE, (time.time() - 100, time.time() - 100))
-    assert latest_run(storage) == "new"
+    assert latest_run(storage) == storage / "new"
 
     params = Params()
     params.data = dataclasses.replace(params.data, processed_dir=str(processed), vocab_path=str(vocab))

@@ -13,16 +13,17 @@ import argparse
 import json
 import sys
 
-from deca.config import load_params
+from deca.config import add_params_arguments, params_from_args
 from deca.errors import ConfigError
+
+EPILOG = (
+    "Prints {task, split, n, metrics, headline} for --task, or {split, decascore, tasks, partial, missing,\n"
+    "results} for --predictions-dir; the decaScore is the sum of the headline metrics of the decaNLP\n"
+    "tasks present and says `partial` when some of the ten are missing."
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = (
-        "Prints {task, split, n, metrics, headline} for --task, or {split, decascore, tasks, partial, missing,\n"
-        "results} for --predictions-dir; the decaScore is the sum of the headline metrics of the decaNLP\n"
-        "tasks present and says `partial` when some of the ten are missing.")
     what = parser.add_argument_group("what to score")
     what.add_argument("--task", help="score one task (needs --predictions)")
     what.add_argument("--predictions", metavar="FILE", help='JSON lines {"id": ..., "prediction": ...} for --task')
@@ -36,7 +37,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--raw-dir", metavar="DIR",
                       help="raw corpora directory, to find WikiSQL's <split>.db (default: params data.raw_dir)")
     data.add_argument("--wikisql-db", metavar="FILE", help="WikiSQL SQLite database for execution accuracy")
-    data.add_argument("--params", default="params.yaml", metavar="FILE", help="params file (default: %(default)s)")
     out = parser.add_argument_group("outputs")
     out.add_argument("--metrics-out", metavar="FILE",
                      help="also write the metrics JSON to FILE (by default nothing is written: the pipeline's "
@@ -46,12 +46,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="log the metrics to the active MLflow run ($MLFLOW_RUN_ID)")
     parser.add_argument("--processes", type=int, metavar="N", help="ROUGE worker processes (default: automatic)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_params_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval.score import log_to_mlflow, score_dir, score_file, task_options, write_metrics
+    from eval.score import log_scores, score_dir, score_file, task_options, write_metrics
 
-    params = load_params(args.params)
+    params = params_from_args(args)
     split = args.split or params.evaluate.split
     processed = args.data or params.data.processed_dir
     raw_dir = args.raw_dir or params.data.raw_dir
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
         write_report(scored, args.report)
     if args.mlflow:
-        log_to_mlflow(scored)
+        log_scores(scored)
     json.dump(scored, sys.stdout)
     sys.stdout.write("\n")
     return 0

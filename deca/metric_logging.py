@@ -1,0 +1,110 @@
+"""One interface for logging metrics, tags and artifacts, used by training, evaluation and scoring.
+
+`MetricLogger` is the Protocol (after torchtune's ``training/metric_logging.py``); `MLflowLogger` writes
+into an existing MLflow run through the client (never starting or ending it, so a run owned by another
+process keeps its status), `MemoryLogger` keeps everything in memory (tests, and `--no-mlflow`).
+
+Metric names are one namespace, shared by training and evaluation:
+  train/...                       training loss, learning rate, throughput (train/tracking.py)
+  <split>/<task>/<metric>         every metric of eval.api.score_task, and <split>/<task>/headline
+  <split>/decascore               the sum of the headline metrics of the decaNLP tasks present
+  validation/score                the model-selection score of a training run (sum of its tasks' headlines)
+The step is the training iteration of the weights that were scored.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+from deca.errors import DecaError
+
+BATCH = 500  # MLflow's log_batch takes at most 1000 metrics
+
+
+class MetricLogger(Protocol):
+    """Where metrics of one run go."""
+
+    def log_metrics(self, values: Mapping[str, float], step: int) -> None: ...
+
+    def set_tag(self, key: str, value: Any) -> None: ...
+
+    def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None: ...
+
+
+def client(uri: str):
+    """An MlflowClient for `uri`."""
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def finite(values: Mapping[str, Any]) -> dict[str, float]:
+    """The numeric, finite entries of `values` as floats (MLflow refuses NaN / None / strings)."""
+    return {k: float(v) for k, v in values.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+
+
+class MLflowLogger:
+    """Logs into the existing MLflow run `run_id` at `uri`, metrics in batches."""
+
+    def __init__(self, uri: str, run_id: str):
+        self.uri, self.run_id = uri, run_id
+        self.client = client(uri)
+
+    def log_metrics(self, values: Mapping[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        batch = [Metric(k, v, now, int(step)) for k, v in finite(values).items()]
+        for i in range(0, len(batch), BATCH):
+            self.client.log_batch(self.run_id, metrics=batch[i:i + BATCH])
+
+    def set_tag(self, key: str, value: Any) -> None:
+        self.client.set_tag(self.run_id, key, str(value))
+
+    def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        path = Path(path)
+        if path.is_dir():
+            self.client.log_artifacts(self.run_id, str(path), artifact_path)
+        else:
+            self.client.log_artifact(self.run_id, str(path), artifact_path)
+
+
+class MemoryLogger:
+    """Keeps what is logged: `metrics[name] -> [(step, value)]`, `tags`, `artifacts` (paths)."""
+
+    def __init__(self):
+        self.metrics: dict[str, list[tuple[int, float]]] = {}
+        self.tags: dict[str, str] = {}
+        self.artifacts: list[tuple[str, str | None]] = []
+
+    def log_metrics(self, values: Mapping[str, float], step: int) -> None:
+        for k, v in finite(values).items():
+            self.metrics.setdefault(k, []).append((int(step), v))
+
+    def set_tag(self, key: str, value: Any) -> None:
+        self.tags[key] = str(value)
+
+    def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        self.artifacts.append((str(path), artifact_path))
+
+    def latest(self) -> dict[str, float]:
+        """The last value of every metric."""
+        return {k: points[-1][1] for k, points in self.metrics.items()}
+
+
+def active_run_logger() -> MLflowLogger:
+    """A logger for the active MLflow run, else the run named by $MLFLOW_RUN_ID (at $MLFLOW_TRACKING_URI)."""
+    import mlflow
+
+    run = mlflow.active_run()
+    if run is not None:
+        return MLflowLogger(mlflow.get_tracking_uri(), run.info.run_id)
+    run_id = os.environ.get("MLFLOW_RUN_ID")
+    if run_id:
+        return MLflowLogger(mlflow.get_tracking_uri(), run_id)
+    raise DecaError("--mlflow: no active MLflow run; set MLFLOW_RUN_ID (and MLFLOW_TRACKING_URI) to the run "
+                    "to log to, or log inside `with mlflow.start_run():`")

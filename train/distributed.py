@@ -1,0 +1,60 @@
+"""What a training worker needs to know about the others: collectives with names, and RNG states.
+
+On a single worker (or without an initialized process group) every collective is a no-op, so the
+training recipe runs unchanged in a plain process (benchmarks, experiments, tests).
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The model inside a DistributedDataParallel wrapper (or the model itself)."""
+    return getattr(model, "module", model)
+
+
+def rng_state() -> dict[str, Any]:
+    """Every random generator a worker draws from (torch, Python, NumPy, CUDA when present)."""
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    """Restore what `rng_state` returned."""
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class Distributed:
+    """Collectives over the workers of one run that degrade to no-ops on a single worker."""
+
+    def __init__(self, rank: int = 0, world: int = 1, device: torch.device | None = None):
+        self.rank, self.world = rank, world
+        self.device = device or torch.device("cpu")
+        self.active = world > 1 and torch.distributed.is_available() and torch.distributed.is_initialized()
+
+    def sum(self, values: Mapping[str, float]) -> dict[str, float]:
+        """{name: sum over the workers} in one all-reduce (float64)."""
+        names = list(values)
+        if not self.active:
+            return {k: float(values[k]) for k in names}
+        t = torch.tensor([float(values[k]) for k in names], dtype=torch.float64, device=self.device)
+        torch.distributed.all_reduce(t)
+        return dict(zip(names, t.tolist()))
+
+    def gather(self, obj: Any) -> list[Any]:
+        """`obj` of every worker, in rank order (on every worker)."""
+        if not self.active:
+            return [obj]
+        out: list[Any] = [None] * self.world
+        torch.distributed.all_gather_object(out, obj)
+        return out
