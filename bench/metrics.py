@@ -20,13 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from deca.registry import Dropped, get_task
+from eval.api import score_task
+from eval.metrics import rouge as rouge_mod
+from pipelines.rows import to_row
 
-from deca.registry import Dropped, get_task  # noqa: E402
-from eval.api import score_task  # noqa: E402
-from eval.metrics import rouge as rouge_mod  # noqa: E402
-from pipelines.rows import to_row  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # (label, task, split, files relative to the corpora; None = the task's own files for the split)
 SETS = [

@@ -22,18 +22,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import torch
+
+from deca.config import ModelConfig
+from deca.text import normalize_space, tokenize
+from train.batch import collate
+from train.model import build_model, count_parameters
+from train.vectors import VectorSource
+from train.vocab import EOS_ID, Vocab
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from deca.config import ModelConfig  # noqa: E402
-from deca.text import normalize_space, tokenize  # noqa: E402
-from train.batch import collate  # noqa: E402
-from train.model import build_model, count_parameters  # noqa: E402
-from train.vectors import VectorSource  # noqa: E402
-from train.vocab import EOS_ID, Vocab  # noqa: E402
-
 SHARED = ROOT.parent / "shared" / "corpora"
 # The original implementation on these machines (spec decanlp-reference.md §9, 2 threads), s/step.
 ORIGINAL = {("train", "squad"): 6.40, ("train", "sst"): 4.50, ("decode", "sst"): 9.48, ("decode", "squad"): 19.11}

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 # (task, splits) on the real files; SQuAD has only its dev set in the mirror.
 JOBS = {"squad": ["validation"], "sst": ["train", "validation", "test"],

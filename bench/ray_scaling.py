@@ -10,8 +10,8 @@ of each Ray fit also includes Ray's fixed cost (cluster start, worker group, tea
 Data: the real corpora in ../shared/corpora when present (else the bundled miniature fixtures), run
 through pipelines.rows.to_row into a temporary processed directory (no Beam).
 
-    .venv/bin/python bench/train.py                           # SST, paper model (d=200), 12 iterations
-    .venv/bin/python bench/train.py --dimension 64 --iterations 40 --tasks sst woz.en
+    .venv/bin/python bench/ray_scaling.py                           # SST, paper model (d=200), 12 iterations
+    .venv/bin/python bench/ray_scaling.py --dimension 64 --iterations 40 --tasks sst woz.en
 """
 from __future__ import annotations
 
@@ -20,27 +20,25 @@ import dataclasses
 import json
 import logging
 import os
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from deca.config import load_params
+from deca.registry import Dropped, get_task
+from deca.schema import EXAMPLE_SCHEMA, split_dir
+from pipelines.rows import to_row
+
 for _k, _v in {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
                "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0", "PYTHONHASHSEED": "0"}.items():
-    os.environ.setdefault(_k, _v)
+    os.environ.setdefault(_k, _v)  # before Ray is imported (in main)
 
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-import torch  # noqa: E402
-
-from deca.config import load_params  # noqa: E402
-from deca.registry import Dropped, get_task  # noqa: E402
-from deca.schema import EXAMPLE_SCHEMA, split_dir  # noqa: E402
-from pipelines.rows import to_row  # noqa: E402
-
+ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
 FIXTURES = ROOT / "tests" / "fixtures" / "corpora"
 
@@ -78,43 +76,22 @@ def build_data(tasks: list[str], out: Path, val_limit: int) -> tuple[Path, Path,
 
 
 def plain_loop(params, tasks: list[str], threads: int) -> dict:
-    """The training step of train/loop.py without Ray: same data, schedule, model, optimizer."""
-    from train.batch import collate
-    from train.data import MultiTaskData
-    from train.loop import TRAIN_COLUMNS
-    from train.model import build_model
-    from train.optim import build_optimizer, build_scheduler, clip_gradients
-    from train.schedule import from_config
-    from train.vocab import Vocab
+    """The training step of `deca train` (train/recipe.py) in this process, without Ray."""
+    from train.recipe import local_recipe
 
     torch.set_num_threads(threads)
-    tc = params.train
-    vocab = Vocab.load(params.data.vocab_path, params.model.max_generative_vocab)
-    torch.manual_seed(tc.seed)
-    model = build_model(params.model, vocab)
-    optimizer, schedule = build_optimizer(model.parameters(), tc), from_config(tc, tasks)
-    scheduler = build_scheduler(optimizer, tc)
-    data = MultiTaskData(params.data.processed_dir, schedule.tasks, tc.token_budget, tc.seed,
-                         pool_batches=tc.pool_batches, columns=TRAIN_COLUMNS)
-    torch.manual_seed(tc.seed * 1009 + 1)
-    model.train()
-    half = tc.iterations // 2
+    recipe = local_recipe(params, tasks)
+    iterations = params.train.iterations
+    half = iterations // 2
     tokens = elapsed = 0.0
     start = time.perf_counter()
-    for it in range(tc.iterations):
-        t0 = time.perf_counter()
-        rows, n = data.next_batch(schedule.position(it).task)
-        loss = model(collate(rows, vocab))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        clip_gradients(model.parameters(), tc.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        if it >= half:
-            tokens += n
-            elapsed += time.perf_counter() - t0
+    while recipe.iteration < iterations:
+        step = recipe.train_step()
+        if recipe.iteration > half:
+            tokens += step.tokens
+            elapsed += step.seconds
     return {"wall_s": time.perf_counter() - start, "tokens_per_s": tokens / elapsed,
-            "s_per_iteration": elapsed / (tc.iterations - half)}
+            "s_per_iteration": elapsed / (iterations - half)}
 
 
 def ray_fit(params, tasks: list[str], workers: int, project: Path) -> dict:

@@ -9,7 +9,7 @@ overrides are those of `experiment_sst.py` (same processed data and vocabulary, 
 Writes <workdir>/report-multitask.json: per run the MLflow id, iterations and minutes reached, the
 validation curve of each task and the best checkpoint's headline metrics.
 
-    .venv/bin/python bench/experiment_multitask.py --joint-minutes 18 --single-minutes 5 \\
+    .venv/bin/python experiments/experiment_multitask.py --joint-minutes 18 --single-minutes 5 \\
         --set train.warmup=200 --set train.val_every=100
 """
 from __future__ import annotations
@@ -18,15 +18,13 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from deca.config import load_params
 
-import experiment_sst as ex  # noqa: E402
-from deca.config import load_params  # noqa: E402
+import experiment_sst as ex  # a sibling script (experiments/ is on sys.path)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def summarize(outcome, tasks: list[str]) -> dict:
@@ -53,7 +51,7 @@ def main() -> None:
     ap.add_argument("--report", default="report-multitask.json", help="report file name in the workdir")
     args = ap.parse_args()
 
-    from train.cli import parse_overrides
+    from deca.config import parse_overrides
 
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)

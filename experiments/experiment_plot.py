@@ -6,7 +6,7 @@ writes:
   docs/results/multitask_curves.png            per-task validation headline vs iteration, joint vs single
   docs/results/multitask.json                  the per-run numbers behind docs/results/multitask.md
 
-    .venv/bin/python bench/experiment_plot.py
+    .venv/bin/python experiments/experiment_plot.py
 """
 from __future__ import annotations
 

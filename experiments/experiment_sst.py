@@ -11,11 +11,11 @@ Data goes through the real pipeline (`deca prepare` from the mirror, then `deca 
 the four training sets, shared by every run), into --workdir. Runs are tracked in MLflow as usual
 (experiment `readme`; MLFLOW_TRACKING_URI or <workdir>/mlflow.db).
 
-    .venv/bin/python bench/experiment_sst.py sst --minutes 30
-    .venv/bin/python bench/experiment_sst.py multitask --minutes 30
-    .venv/bin/python bench/experiment_sst.py sst --minutes 2 --set model.dimension=64   # a smoke run
-    .venv/bin/python bench/experiment_sst.py sst --minutes 28 --overlay infra/params/from_scratch.yaml
-    .venv/bin/python bench/experiment_sst.py single --task srl --minutes 25 --overlay infra/params/glove.yaml
+    .venv/bin/python experiments/experiment_sst.py sst --minutes 30
+    .venv/bin/python experiments/experiment_sst.py multitask --minutes 30
+    .venv/bin/python experiments/experiment_sst.py sst --minutes 2 --set model.dimension=64   # a smoke run
+    .venv/bin/python experiments/experiment_sst.py sst --minutes 28 --overlay infra/params/from_scratch.yaml
+    .venv/bin/python experiments/experiment_sst.py single --task srl --minutes 25 --overlay infra/params/glove.yaml
 """
 from __future__ import annotations
 
@@ -28,11 +28,9 @@ import sys
 import time
 from pathlib import Path
 
+from deca.config import load_params
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from deca.config import load_params  # noqa: E402
-
 SHARED = ROOT.parent / "shared" / "corpora"
 TASKS = ["sst", "woz.en", "srl", "schema"]
 TARGETS = {"sst": ">= 85 EM", "woz.en": ">= 85 joint goal EM", "srl": ">= 65 nF1", "schema": "above the majority"}
@@ -71,14 +69,24 @@ def train_run(params, name: str, tasks: list[str], strategy: str, minutes: float
     return fit(p, run_name=f"{name}-{time.strftime('%Y%m%d-%H%M%S')}", progress=True, project=workdir)
 
 
+def headline_history(mlflow_client, run_id: str, task: str) -> list:
+    """The MLflow history of `task`'s validation headline, by step: `validation/<task>/headline`, or
+    `val/<task>/headline` in runs recorded before the metrics had one namespace."""
+    for key in (f"validation/{task}/headline", f"val/{task}/headline"):
+        points = mlflow_client.get_metric_history(run_id, key)
+        if points:
+            return sorted(points, key=lambda m: m.step)
+    return []
+
+
 def curve(outcome, task: str) -> list[tuple[int, float, float]]:
     """(iteration, minutes since the first validation metric of the run's first step, headline)."""
-    from train.tracking import client
+    from deca.metric_logging import client
 
     c = client(outcome.tracking_uri)
     start = c.get_run(outcome.mlflow_run_id).info.start_time
-    hist = c.get_metric_history(outcome.mlflow_run_id, f"val/{task}/headline")
-    return [(m.step, (m.timestamp - start) / 60000, m.value) for m in sorted(hist, key=lambda m: m.step)]
+    return [(m.step, (m.timestamp - start) / 60000, m.value)
+            for m in headline_history(c, outcome.mlflow_run_id, task)]
 
 
 def best_results(outcome) -> dict[str, float]:
@@ -106,7 +114,7 @@ def main() -> None:
     if not SHARED.is_dir():
         sys.exit(f"real corpora not found at {SHARED}")
 
-    from train.cli import parse_overrides
+    from deca.config import parse_overrides
 
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)

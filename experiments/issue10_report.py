@@ -42,11 +42,12 @@ def refresh_curve(report: dict, task: str) -> None:
     """Re-read a single-task run's validation curve from MLflow (a run continued with `deca train --resume`
     has more points than its report). Minutes are training time: a pause between two validations longer
     than 3 minutes (the run was stopped, then resumed) counts as 3 minutes."""
-    from mlflow import MlflowClient
+    from deca.metric_logging import client
+    from experiment_sst import headline_history
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{WORK / 'mlflow.db'}")
-    start = client.get_run(report["mlflow_run_id"]).info.start_time
-    points = sorted(client.get_metric_history(report["mlflow_run_id"], f"val/{task}/headline"), key=lambda m: m.step)
+    c = client(f"sqlite:///{WORK / 'mlflow.db'}")
+    start = c.get_run(report["mlflow_run_id"]).info.start_time
+    points = headline_history(c, report["mlflow_run_id"], task)
     curve, minutes, last = [], 0.0, start
     for m in points:
         minutes += min((m.timestamp - last) / 60000, 3.0)

@@ -5,7 +5,7 @@ scaled by naive-Bayes log-count ratios (Wang & Manning 2012), then an L2-regular
 fitted with L-BFGS. Prints validation accuracy (= EM of "positive"/"negative") for a few regularization
 strengths. Reads the processed SST of `experiment_sst.py`'s workdir.
 
-    .venv/bin/python bench/sst_linear_baseline.py
+    .venv/bin/python experiments/sst_linear_baseline.py
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def features(tokens: list[str]) -> set[str]:
@@ -34,7 +33,7 @@ def main() -> None:
 
     processed = Path(args.workdir) / "processed"
     if not (processed / "sst" / "train").is_dir():
-        sys.exit(f"no processed SST in {processed}: run bench/experiment_sst.py sst first")
+        sys.exit(f"no processed SST in {processed}: run experiments/experiment_sst.py sst first")
     splits = {s: read_share(processed, "sst", s).to_pylist() for s in ("train", "validation")}
     index: dict[str, int] = {}
     for row in splits["train"]:
