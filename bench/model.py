@@ -17,6 +17,7 @@ import argparse
 import json
 import random
 import resource
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -26,6 +27,7 @@ import torch
 
 from deca.config import ModelConfig
 from deca.text import normalize_space, tokenize
+from train.allocator import keep_large_blocks
 from train.batch import collate
 from train.model import build_model, count_parameters
 from train.vectors import VectorSource
@@ -33,8 +35,9 @@ from train.vocab import EOS_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
-# The original implementation on these machines (spec decanlp-reference.md §9, 2 threads), s/step.
-ORIGINAL = {("train", "squad"): 6.40, ("train", "sst"): 4.50, ("decode", "sst"): 9.48, ("decode", "squad"): 19.11}
+# The original implementation on these machines (spec decanlp-reference.md §9, 2 threads): s/step, peak RSS GB.
+ORIGINAL = {("train", "squad"): (6.40, 3.2), ("train", "sst"): (4.50, 3.9), ("decode", "sst"): (9.48, 1.2),
+            ("decode", "squad"): (19.11, 2.7)}
 
 
 def _row(context: str, question: str, answer: str) -> dict:
@@ -98,6 +101,8 @@ def make_vocab(rows: list[dict], size: int) -> Vocab:
 
 
 def peak_rss_gb() -> float:
+    """Peak resident memory of the process so far. Phases run from the lightest (decoding SST) to the
+    heaviest (training), so each phase's figure bounds its own peak from above."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
@@ -137,6 +142,37 @@ def bench_decode(model, rows, vocab, steps: int, incremental: bool) -> tuple[dic
             "ctx padded": b.context.ext.shape[1], "peak RSS GB": peak_rss_gb()}, out.tokens
 
 
+def bench_config(args, head_dim: int | None, vocab: Vocab, vectors: VectorSource, data: dict,
+                 decode_rows: dict) -> list:
+    """Training steps and greedy decoding of one model configuration: [(label, original key, result)]."""
+    torch.manual_seed(args.seed)
+    cfg = ModelConfig(variant=args.variant, head_dim=head_dim, word_vectors=None, char_ngram_dim=0,
+                      embedding_dim=0)
+    model = build_model(cfg, vocab, word_vectors=vectors)
+    name = f"heads {cfg.heads} x {head_dim or cfg.dimension}"
+    print(f"{cfg.variant}, {name}: {count_parameters(model):,} trainable parameters; generative vocabulary "
+          f"{vocab.generative_size:,}; {args.threads} threads", flush=True)
+    results = []
+    bias = model.out.bias[EOS_ID].item()
+    with torch.no_grad():
+        model.out.bias[EOS_ID] = -1e4  # never stop early: every batch runs --decode-steps steps
+    for task in ("sst", "squad"):
+        inc, toks_inc = bench_decode(model, decode_rows[task], vocab, args.decode_steps, incremental=True)
+        full, toks_full = bench_decode(model, decode_rows[task], vocab, args.decode_steps, incremental=False)
+        same = "same outputs" if toks_inc == toks_full else "OUTPUTS DIFFER"
+        results.append((f"{name}: greedy, {task} dev, incremental", ("decode", task), inc))
+        results.append((f"{name}: greedy, {task} dev, recompute prefix ({same})", None, full))
+        print(f"  decoding {task}: incremental {inc['s/step']:.2f} s, recomputing {full['s/step']:.2f} s "
+              f"(x{full['s/step'] / inc['s/step']:.2f}); {same}", flush=True)
+    with torch.no_grad():
+        model.out.bias[EOS_ID] = bias
+    for task in ("squad", "sst"):
+        r = bench_train(model, budget_batches(data[task], args.budget), vocab, args.steps, args.warmup)
+        results.append((f"{name}: train step, {task}, budget {args.budget}", ("train", task), r))
+        print(f"  {results[-1][0]}: {r['s/step']:.2f} s/step", flush=True)
+    return results
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=3, help="timed training steps per task (default 3)")
@@ -146,10 +182,21 @@ def main(argv=None) -> int:
     ap.add_argument("--decode-steps", type=int, default=50, help="greedy steps, EOS suppressed (default 50)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     ap.add_argument("--variant", default="mqan", help="model variant (default mqan)")
-    ap.add_argument("--head-dim", type=int, default=None, help="attention head size (default: d, the paper)")
+    ap.add_argument("--head-dim", type=int, default=None,
+                    help="only this attention head size, 0 for d (default: both d, the paper and params.yaml, and "
+                         "67, the original's head size, one after the other, each in its own process)")
+    ap.add_argument("--default-malloc", action="store_true",
+                    help="leave glibc's malloc thresholds as they are (train/allocator.py), to measure their effect")
     ap.add_argument("--raw", type=Path, default=SHARED, help=f"corpora mirror (default {SHARED})")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.head_dim is None:  # each configuration in its own process: its peak memory is its own
+        for head_dim in (0, 67):
+            subprocess.run([sys.executable, __file__, *(argv or sys.argv[1:]), "--head-dim", str(head_dim)],
+                           check=True)
+        return 0
+    if not args.default_malloc:
+        keep_large_blocks()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     if not (args.raw / "squad" / "dev-v1.1.json").exists():
@@ -161,37 +208,17 @@ def main(argv=None) -> int:
     decode_rows = {"sst": middle(read_task("sst", "validation", args.raw, 10**6, args.seed), args.decode_batch),
                    "squad": middle(data["squad"], args.decode_batch)}
     vocab = make_vocab([r for rows in data.values() for r in rows], 50000)
-    cfg = ModelConfig(variant=args.variant, head_dim=args.head_dim, word_vectors=None, char_ngram_dim=0,
-                      embedding_dim=0)
     vectors = VectorSource.from_arrays("random-400", [t.strip() for t in vocab.itos],
                                        torch.randn(len(vocab), 400).numpy())
-    model = build_model(cfg, vocab, word_vectors=vectors)
-    print(f"{cfg.variant}: {count_parameters(model):,} trainable parameters; generative vocabulary "
-          f"{vocab.generative_size:,}; {args.threads} threads", flush=True)
-
-    results = []
-    for task in ("squad", "sst"):
-        batches = budget_batches(data[task], args.budget)
-        r = bench_train(model, batches, vocab, args.steps, args.warmup)
-        results.append((f"train step, {task}, budget {args.budget}", ("train", task), r))
-        print(f"  {results[-1][0]}: {r['s/step']:.2f} s/step", flush=True)
-    with torch.no_grad():
-        model.out.bias[EOS_ID] = -1e4  # never stop early: every batch runs --decode-steps steps
-    for task in ("sst", "squad"):
-        inc, toks_inc = bench_decode(model, decode_rows[task], vocab, args.decode_steps, incremental=True)
-        full, toks_full = bench_decode(model, decode_rows[task], vocab, args.decode_steps, incremental=False)
-        same = "same outputs" if toks_inc == toks_full else "OUTPUTS DIFFER"
-        results.append((f"greedy, {task} dev, incremental", ("decode", task), inc))
-        results.append((f"greedy, {task} dev, recompute prefix ({same})", None, full))
-        print(f"  decoding {task}: incremental {inc['s/step']:.2f} s, recomputing {full['s/step']:.2f} s "
-              f"(x{full['s/step'] / inc['s/step']:.2f}); {same}", flush=True)
-
+    results = bench_config(args, args.head_dim or None, vocab, vectors, data, decode_rows)
     cols = ["examples/batch", "ctx mean", "ctx padded", "s/step", "examples/s", "answer tok/s", "peak RSS GB"]
-    print("\n| phase | " + " | ".join(cols) + " | original s/step (§9) | speed-up vs original |")
-    print("|" + "---|" * (len(cols) + 3))
+    print("\n| phase | " + " | ".join(cols) + " | original s/step, peak RSS (§9) | speed-up vs original "
+          "| memory vs original |")
+    print("|" + "---|" * (len(cols) + 4))
     for name, key, r in results:
         ref = ORIGINAL.get(key) if key else None
-        extra = f"{ref:.2f} | x{ref / r['s/step']:.2f}" if ref else "- | -"
+        extra = (f"{ref[0]:.2f}, {ref[1]:.1f} GB | x{ref[0] / r['s/step']:.2f} | {r['peak RSS GB'] / ref[1]:.2f}"
+                 if ref else "- | - | -")
         print(f"| {name} | " + " | ".join(f"{r[c]:.1f}" if c != "peak RSS GB" else f"{r[c]:.2f}" for c in cols)
               + f" | {extra} |")
     print("\n(s/step for decoding = seconds per batch; the original's numbers are quoted from the reference notes"

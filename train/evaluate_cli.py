@@ -51,8 +51,10 @@ def output_paths(out: str) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from train.allocator import keep_large_blocks
     from train.evaluate import evaluate
 
+    keep_large_blocks()
     params = params_from_args(args)
     overrides = {k: v for k, v in {"split": args.split, "tasks": args.tasks, "batch_size": args.batch_size,
                                    "max_examples": args.max_examples, "max_answer_length": args.max_answer_length,

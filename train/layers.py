@@ -130,11 +130,33 @@ class EncoderLayer(nn.Module):
         return self.norm2(x + self.drop(self.ff(x)))
 
 
+class KVCache:
+    """Keys and values of the decoded prefix, [B, H, t, k] each, in buffers allocated once for `capacity`
+    positions: a decoding step writes its own position instead of copying the whole prefix (torch.cat)."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.length = capacity, 0
+        self.keys = self.values = None
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add positions (k, v: [B, H, T, k]); returns views of every position so far."""
+        if self.keys is None:
+            B, H, _, K = k.shape
+            self.keys, self.values = k.new_empty(B, H, self.capacity, K), v.new_empty(B, H, self.capacity, K)
+        end = self.length + k.shape[2]
+        if end > self.capacity:
+            raise ValueError(f"KVCache: {end} positions do not fit the {self.capacity} allocated")
+        self.keys[:, :, self.length:end] = k
+        self.values[:, :, self.length:end] = v
+        self.length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]
+
+
 class DecoderLayer(nn.Module):
     """Masked self-attention, attention over the context, residual feed-forward (Eqs. 4-6).
 
-    Two modes with one computation: the whole answer at once (causal mask), or one position given the
-    cached keys/values of the previous positions (`cache`), for greedy decoding.
+    Two modes with one computation: the whole answer at once (causal mask), or the next position given
+    the keys/values of the previous positions (`cache`, a KVCache it appends to), for greedy decoding.
     """
 
     def __init__(self, d: int, f: int, heads: int, head_dim: int, dropout: float):
@@ -148,18 +170,18 @@ class DecoderLayer(nn.Module):
     def forward(self, x, memory_kv, memory_mask, cache=None):
         """x [B, T, d] (T = 1 with a cache); memory_kv: keys/values of C_fin; memory_mask [B, L].
 
-        Returns (output [B, T, d], new cache = keys/values of all positions so far).
+        Returns output [B, T, d].
         """
         k, v = self.self_attn.keys_values(x)  # [B, H, T, k]
         if cache is None:
             T = x.shape[1]
             mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()  # causal
         else:
-            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+            k, v = cache.append(k, v)
             mask = None  # one new position sees every cached one
         x = self.norm1(x + self.drop(self.self_attn(x, (k, v), mask)))
         x = self.norm2(x + self.drop(self.ctx_attn(x, memory_kv, memory_mask[:, None, None, :])))
-        return self.norm3(x + self.drop(self.ff(x))), (k, v)
+        return self.norm3(x + self.drop(self.ff(x)))
 
 
 def positional_encodings(T: int, d: int, offset: int = 0, device=None) -> torch.Tensor:

@@ -15,6 +15,7 @@ import torch
 
 from deca.config import Params, from_dict
 from deca.metric_logging import MLflowLogger
+from train.allocator import keep_large_blocks
 from train.distributed import Distributed
 from train.progress import Progress
 from train.recipe import TrainingRecipe
@@ -33,6 +34,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     import ray.train
     import ray.train.torch
 
+    keep_large_blocks()
     ctx = ray.train.get_context()
     rank = ctx.get_world_rank()
     params: Params = from_dict(Params, config["params"])

@@ -45,7 +45,7 @@ from deca.config import ModelConfig
 from deca.text import detokenize
 from train.batch import Batch, Sequences
 from train.inputs import Featurizer, InputEmbedding
-from train.layers import (BiLSTM, Coattention, DecoderLayer, DecoderLSTM, EncoderLayer, PointerAttention,
+from train.layers import (BiLSTM, Coattention, DecoderLayer, DecoderLSTM, EncoderLayer, KVCache, PointerAttention,
                           positional_encodings)
 from train.vectors import VectorSource, open_source
 from train.vocab import EOS_ID, INIT_ID, PAD_ID, UNK_ID, Vocab
@@ -186,8 +186,8 @@ class MQAN(nn.Module):
     def _answer_features(self, enc: Encoded, inputs: torch.Tensor, offset: int = 0, caches=None, memory=None):
         """Decoder inputs (extended ids [B, T]) -> LSTM inputs [B, T, d]: A_self, or A_proj for s2s.
 
-        With `caches` (a list, one entry per layer, updated in place) the T positions continue a prefix
-        of length `offset` whose keys/values are cached; `memory` = per-layer keys/values of C_fin.
+        With `caches` (one KVCache per layer, appended to) the T positions continue a prefix of length
+        `offset` whose keys/values are cached; `memory` = per-layer keys/values of C_fin.
         """
         a = self.dec_proj(self.embed(inputs, enc.features))  # A_proj [B, T, d]
         if not self.arch.self_attention:
@@ -196,9 +196,7 @@ class MQAN(nn.Module):
         if memory is None:
             memory = [layer.ctx_attn.keys_values(enc.context) for layer in self.decoder_layers]
         for i, layer in enumerate(self.decoder_layers):
-            x, kv = layer(x, memory[i], enc.context_mask, None if caches is None else caches[i])
-            if caches is not None:
-                caches[i] = kv
+            x = layer(x, memory[i], enc.context_mask, None if caches is None else caches[i])
         return x  # A_self [B, T, d]
 
     def _step(self, enc: Encoded, x: torch.Tensor, state, ctx_prev: torch.Tensor):
@@ -257,6 +255,31 @@ class MQAN(nn.Module):
         if self.arch.question_pointer:
             p.scatter_add_(1, q_ext, w[:, 2:3] * log_aq.exp())
         return p
+
+    def _choose(self, logits, w, log_ac, c_ext, log_aq, q_ext, size: int):
+        """The most probable token of the mixture (Eq. 13) and its log-probability: ([N], [N]).
+
+        Same result as the argmax of `_distribution` (ties go to the lower id), without building it: the
+        generative part is softmax(logits) scaled in place, the pointer mass is added onto it for ids in
+        the generative vocabulary and onto a small [N, X - V] block for batch-local ids.
+        """
+        V = self.generative_size
+        gen = torch.softmax(logits, -1).mul_(w[:, :1])  # [N, V]
+        local = gen.new_zeros(gen.shape[0], size - V)  # [N, X - V]
+        sources = [(c_ext, w[:, 1:2] * log_ac.exp())]
+        if self.arch.question_pointer:
+            sources.append((q_ext, w[:, 2:3] * log_aq.exp()))
+        for ext, mass in sources:
+            in_gen = ext < V
+            gen.scatter_add_(1, torch.where(in_gen, ext, 0), mass.masked_fill(~in_gen, 0.0))
+            if size > V:
+                local.scatter_add_(1, torch.where(in_gen, 0, ext - V), mass.masked_fill(in_gen, 0.0))
+        best, y = gen.max(-1)
+        if size > V:
+            best_local, y_local = local.max(-1)
+            pick = best_local > best
+            best, y = torch.where(pick, best_local, best), torch.where(pick, y_local + V, y)
+        return y, best.log()
 
     # ---- teacher forcing --------------------------------------------------------------------------------
     def _teacher_forced(self, batch: Batch, targets: torch.Tensor | None, mask: torch.Tensor | None = None):
@@ -336,7 +359,7 @@ class MQAN(nn.Module):
         memory = caches = None
         if self.arch.self_attention and incremental:
             memory = [layer.ctx_attn.keys_values(enc.context) for layer in self.decoder_layers]
-            caches = [None] * len(self.decoder_layers)
+            caches = [KVCache(max_len) for _ in self.decoder_layers]
         prefix = prev
         done = torch.zeros(B, dtype=torch.bool, device=prev.device)
         ids, lps, weights, finished = [], [], [], []
@@ -348,14 +371,12 @@ class MQAN(nn.Module):
             h, state, ctx, log_ac, qctx, log_aq = self._step(enc, x, state, ctx)
             sv, sq = self._switches(x, h, ctx, qctx)
             logits = self._logits(ctx)
-            p = self._distribution(logits, sv, sq, log_ac, enc.context_ext, log_aq, enc.question_ext,
-                                   batch.extended_size)
-            y = p.argmax(-1)  # [B]
-            lp = self._target_log_probs(logits, sv, sq, log_ac, enc.context_ext, log_aq, enc.question_ext, y)
+            w = self._source_weights(sv, sq)
+            y, lp = self._choose(logits, w, log_ac, enc.context_ext, log_aq, enc.question_ext, batch.extended_size)
             finished.append(done.clone())
             ids.append(y)
             lps.append(lp)
-            weights.append(self._source_weights(sv, sq))
+            weights.append(w)
             done |= y == EOS_ID
             if bool(done.all()):
                 break
