@@ -216,7 +216,9 @@ class PointerAttention(nn.Module):
     """Attention of the decoder state over C_fin (or Q_fin) and the recurrent state (Eqs. 8-9).
 
     alpha = softmax(X W h) over real positions; state = tanh(W' [X^T alpha ; h]). Returns (state [B, d],
-    log alpha [B, L]): log-weights, so the loss can sum pointer mass per token in log space.
+    log alpha [B, L]): log-weights, so the loss can sum pointer mass per token in log space. With h of
+    several steps at once ([B, T, d]: the question pointer under teacher forcing, whose output is not fed
+    back), both results get the T axis: [B, T, d], [B, T, L].
     """
 
     def __init__(self, d: int):
@@ -225,7 +227,9 @@ class PointerAttention(nn.Module):
         self.w_out = nn.Linear(2 * d, d, bias=False)
 
     def forward(self, h: torch.Tensor, x: torch.Tensor, mask: torch.Tensor):
-        scores = (x @ self.w(h)[:, :, None]).squeeze(2)  # [B, L]
-        log_alpha = scores.masked_fill(~mask, masked_fill_value(scores.dtype)).log_softmax(-1)
-        summary = (log_alpha.exp()[:, None, :] @ x).squeeze(1)  # [B, d]
-        return torch.tanh(self.w_out(torch.cat([summary, h], -1))), log_alpha
+        steps = h if h.dim() == 3 else h[:, None]  # [B, T, d]
+        scores = self.w(steps) @ x.transpose(1, 2)  # [B, T, L]
+        log_alpha = scores.masked_fill(~mask[:, None, :], masked_fill_value(scores.dtype)).log_softmax(-1)
+        summary = log_alpha.exp() @ x  # [B, T, d]
+        state = torch.tanh(self.w_out(torch.cat([summary, steps], -1)))
+        return (state, log_alpha) if h.dim() == 3 else (state[:, 0], log_alpha[:, 0])

@@ -199,12 +199,13 @@ class MQAN(nn.Module):
             x = layer(x, memory[i], enc.context_mask, None if caches is None else caches[i])
         return x  # A_self [B, T, d]
 
-    def _step(self, enc: Encoded, x: torch.Tensor, state, ctx_prev: torch.Tensor):
-        """One recurrent step: x [B, d], c~_{t-1} [B, d] -> h, state, c~_t, log a^C, q~_t, log a^Q."""
+    def _step(self, enc: Encoded, x: torch.Tensor, state, ctx_prev: torch.Tensor, question: bool = True):
+        """One recurrent step: x [B, d], c~_{t-1} [B, d] -> h, state, c~_t, log a^C, q~_t, log a^Q (the
+        question pointer only with `question`: its output is not fed back, so teacher forcing batches it)."""
         h, state = self.lstm(torch.cat([x, ctx_prev], -1), state)
         ctx, log_ac = self.context_attn(h, enc.context, enc.context_mask)  # [B, d], [B, L]
         qctx = log_aq = None
-        if self.arch.question_pointer:
+        if self.arch.question_pointer and question:
             qctx, log_aq = self.question_attn(h, enc.question, enc.question_mask)
         return h, state, ctx, log_ac, qctx, log_aq
 
@@ -296,9 +297,12 @@ class MQAN(nn.Module):
         state, ctx = enc.state, x.new_zeros(x.shape[0], x.shape[2])
         steps = []
         for t in range(x.shape[1]):
-            h, state, ctx, log_ac, qctx, log_aq = self._step(enc, x[:, t], state, ctx)
-            steps.append((h, ctx, log_ac, qctx, log_aq))
-        h, ctx, log_ac, qctx, log_aq = [None if s[0] is None else torch.stack(s, 1) for s in zip(*steps)]
+            h, state, ctx, log_ac, _, _ = self._step(enc, x[:, t], state, ctx, question=False)
+            steps.append((h, ctx, log_ac))
+        h, ctx, log_ac = [torch.stack(s, 1) for s in zip(*steps)]  # [B, T, d], [B, T, d], [B, T, L]
+        qctx = log_aq = None
+        if self.arch.question_pointer:  # every step at once: q~_t and a^Q_t depend on h_t only
+            qctx, log_aq = self.question_attn(h, enc.question, enc.question_mask)
         return enc, targets, mask, (x, h, ctx, log_ac, qctx, log_aq)
 
     def _select(self, enc, mask, outs):
