@@ -40,3 +40,13 @@ def bad_file(tmp_path: Path, task: Task, split: str, data: bytes) -> list[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return [path]
+
+
+def assert_refused(tmp_path: Path, task: Task, split: str, data: bytes, match: str, options=None) -> None:
+    """Reading `data` as the task's raw file of `split` raises a DataError matching `match`."""
+    import pytest
+
+    from deca.errors import DataError
+
+    with pytest.raises(DataError, match=match):
+        list(task.read(split, bad_file(tmp_path, task, split, data), options))

@@ -2,11 +2,10 @@ import importlib.util
 
 import pytest
 
-from deca.errors import DataError
 from deca.registry import get_task
 from deca.tasks.schema import resolve
 from tests.conftest import FIXTURE_CORPORA, ROOT, shared_file
-from tests.deca.tasks._check import bad_file, read_split, row_of
+from tests.deca.tasks._check import read_split, row_of
 
 TASK = get_task("schema")
 
@@ -47,18 +46,6 @@ def test_fixture_is_what_its_generator_writes():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.render() == (FIXTURE_CORPORA / "schema/schema.txt").read_text(encoding="utf-8")
-
-
-def test_malformed_schema_names_file_and_line(tmp_path):
-    text = b"A [b/c] d.\nWho?\nb/c\n\nOnly two [x/y] lines\nx/y\n\n"
-    with pytest.raises(DataError, match=r"schema\.txt:5: malformed schema of 2 line"):
-        list(TASK.read("test", bad_file(tmp_path, TASK, "test", text), None))
-
-
-def test_invalid_utf8_names_file_and_line(tmp_path):
-    text = b"A [b/c] d.\nWho?\nb/c\n\nThe caf\xe9 [x/y].\nWho?\nx/y\n\n"
-    with pytest.raises(DataError, match=r"schema\.txt:5: not valid UTF-8"):
-        list(TASK.read("train", bad_file(tmp_path, TASK, "train", text), None))
 
 
 @pytest.mark.corpora

@@ -1,6 +1,5 @@
 import pytest
 
-from deca.errors import DataError
 from deca.registry import get_task
 from deca.tasks.srl import clean, patch_case
 from tests.conftest import shared_file
@@ -54,18 +53,6 @@ def test_answer_not_in_context_is_dropped_with_reason(tmp_path):
     assert not examples
     assert [(d.id, d.reason) for d in drops] == [("WIKI1_9-0", "answer_not_in_context")]
     assert "wiki1.test.qa:4" in drops[0].detail
-
-
-def test_malformed_line_names_file_and_line(tmp_path):
-    text = b"WIKI1_9\t1\nThe dog barked .\n2\tbarked\t1\nwhat\t_\t_\tbarked\t_\t_\t_\tthe dog\n\n"
-    with pytest.raises(DataError, match=r"wiki1\.dev\.qa:4: malformed question line"):
-        list(TASK.read("validation", bad_file(tmp_path, TASK, "validation", text), None))
-
-
-def test_invalid_utf8_names_file_and_line(tmp_path):
-    text = b"WIKI1_9\t1\nThe caf\xe9 closed .\n"
-    with pytest.raises(DataError, match=r"wiki1\.train\.qa:2: not valid UTF-8"):
-        list(TASK.read("train", bad_file(tmp_path, TASK, "train", text), None))
 
 
 @pytest.mark.corpora

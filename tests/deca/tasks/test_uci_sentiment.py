@@ -1,8 +1,7 @@
 import pytest
 
-from deca.errors import DataError
 from deca.registry import get_task, resolve_tasks
-from tests.deca.tasks._check import bad_file, read_split, row_of
+from tests.deca.tasks._check import read_split, row_of
 
 NAMES = ("amazon", "yelp", "imdb_uci")
 
@@ -30,15 +29,3 @@ def test_fixture_example_end_to_end(fixture_corpora, name, n, index, context, an
     assert (row["context"], row["answer"], row["answers"]) == (context, answer, [answer])
 
 
-def test_malformed_line_names_file_and_line(tmp_path):
-    task = get_task("yelp")
-    with pytest.raises(DataError, match=r"yelp_labelled\.txt:2: malformed line"):
-        list(task.read("test", bad_file(tmp_path, task, "test", b"Good.\t1\nNo label here\n"), None))
-    with pytest.raises(DataError, match=r"yelp_labelled\.txt:1: malformed line"):
-        list(task.read("test", bad_file(tmp_path, task, "test", b"Good.\t5\n"), None))
-
-
-def test_invalid_utf8_names_file_and_line(tmp_path):
-    task = get_task("amazon")
-    with pytest.raises(DataError, match=r"amazon_cells_labelled\.txt:3: not valid UTF-8"):
-        list(task.read("test", bad_file(tmp_path, task, "test", b"Good.\t1\nBad.\t0\nNa\xefve.\t1\n"), None))

@@ -2,10 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from deca.errors import DataError
 from deca.registry import get_task
 from tests.conftest import shared_file
-from tests.deca.tasks._check import bad_file, read_split, row_of
+from tests.deca.tasks._check import read_split, row_of
 
 TASK = get_task("zre")
 
@@ -33,18 +32,6 @@ def test_sources_are_the_fold_0_members_of_the_archive():
     (source,) = TASK.sources
     assert source.path == "zre/relation_splits.tar.bz2" and source.extract_to == "zre"
     assert set(source.members) == {rel for files in TASK.splits.values() for rel in files}
-
-
-def test_malformed_line_names_file_and_line(tmp_path):
-    text = b"r\tWhere is XXX?\tA\tA is in B.\tB\nr\tWhere is XXX?\tonly three columns\n"
-    with pytest.raises(DataError, match=r"train\.0:2: malformed line"):
-        list(TASK.read("train", bad_file(tmp_path, TASK, "train", text), None))
-
-
-def test_invalid_utf8_names_file_and_line(tmp_path):
-    text = b"r\tWhere is XXX?\tA\tA is in B.\tB\nr\tWhere is XXX?\tA\tA is in Z\xfcrich.\n"
-    with pytest.raises(DataError, match=r"dev\.0:2: not valid UTF-8"):
-        list(TASK.read("validation", bad_file(tmp_path, TASK, "validation", text), None))
 
 
 @pytest.mark.corpora
