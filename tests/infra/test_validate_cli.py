@@ -1,0 +1,28 @@
+"""`deca validate` (infra/validate_cli.py): params, overlays and overrides against the config; dvc.yaml
+against the code."""
+import shutil
+
+from deca.cli import main
+from tests.conftest import ROOT
+
+
+def test_the_repository_is_valid(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(["validate", "--overlay", "infra/params/glove.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "params.yaml + infra/params/glove.yaml: valid" in out and "dvc.yaml: up to date" in out
+
+
+def test_bad_values_and_stale_dvc_yaml_are_reported(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(["validate", "--set", "train.lr=-1", "--dvc-yaml", "none"]) == 1
+    assert "--set train.lr=-1: train.lr = -1.0: must be > 0" in capsys.readouterr().out
+    bad = tmp_path / "overlay.yaml"
+    bad.write_text("train:\n  itrations: 5\n")
+    assert main(["validate", "--overlay", str(bad), "--dvc-yaml", "none"]) == 1
+    assert "'itrations'" in capsys.readouterr().out
+    stale = tmp_path / "dvc.yaml"
+    shutil.copy(ROOT / "dvc.yaml", stale)
+    stale.write_text(stale.read_text().replace("      - train/recipe.py\n", ""))
+    assert main(["validate", "--dvc-yaml", str(stale)]) == 1
+    assert "train/recipe.py" in capsys.readouterr().out
