@@ -56,7 +56,7 @@ class PrepareConfig:
     beam_options: list[str] = field(default_factory=list)  # e.g. ["--flink_master=host:8081"]
     num_shards: int = 0  # exactly this many Parquet shards per split (round-robin); 0 = by rows_per_shard
     rows_per_shard: int = 5000  # with num_shards 0: consecutive examples per shard (bounds a writer's memory)
-    batch_size: int = 256  # examples per element after the reader (the unit of parallel tokenization)
+    batch_size: int = 256  # rows converted to Arrow at a time within a shard
     lowercase: bool = True
     vocab_size: int = 50000
     vocab_tasks: list[str] | None = field(default_factory=lambda: ["decanlp"])  # None: every prepared task with a train split

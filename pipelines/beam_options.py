@@ -8,7 +8,10 @@ the Prism binary, which fails or hangs offline.
 """
 from __future__ import annotations
 
+import atexit
+import gc
 import logging
+import os
 import re
 from typing import Any, Sequence
 
@@ -32,7 +35,8 @@ logging.getLogger().addFilter(_QuietBeamImport())
 logging.getLogger("apache_beam.runners.common").addFilter(_NoInterruptTraceback())
 
 import apache_beam as beam  # noqa: E402  (after the filter above)
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, _BeamArgumentParser  # noqa: E402
+from apache_beam.options.pipeline_options import (  # noqa: E402
+    DirectOptions, PipelineOptions, StandardOptions, _BeamArgumentParser)
 
 from deca.config import PrepareConfig  # noqa: E402
 from deca.errors import ConfigError, DataError, DecaError, _rebuild_data_error  # noqa: E402
@@ -71,6 +75,21 @@ def pipeline_options(cfg: PrepareConfig, beam_args: Sequence[str] = ()) -> Pipel
 
 def runner_name(options: PipelineOptions) -> str:
     return str(options.view_as(StandardOptions).runner)
+
+
+LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner")
+
+
+def local_workers(options: PipelineOptions) -> int:
+    """The worker count of a local runner (--direct_num_workers; 0 means one per CPU), or 0 for any other
+    runner, whose parallelism the pipeline cannot know."""
+    name = runner_name(options).rsplit(".", 1)[-1]
+    if name not in LOCAL_RUNNERS and name != "None":
+        return 0
+    workers = options.view_as(DirectOptions).direct_num_workers
+    if workers == 0:
+        return os.cpu_count() or 1
+    return max(workers or 1, 1)
 
 
 _STEP = re.compile(r" \[while running '[^']*'\]")
@@ -118,6 +137,22 @@ def run_pipeline(p: beam.Pipeline) -> Any:
     if state is not None and str(state).split(".")[-1] not in ("DONE", "UNKNOWN"):
         raise DecaError(f"the Beam pipeline ended in state {state}")
     return result
+
+
+_FAST_EXIT = []
+
+
+def fast_worker_exit() -> bool:
+    """In a Beam SDK worker process (started by the runner, e.g. the local runner's multi_processing
+    workers): freeze the garbage collector's objects at exit, so that the interpreter's finalization
+    does not scan the ~135k objects Beam leaves (0.2 s per worker; the local runner stops its workers
+    one after the other, so with 2 workers that is 0.4 s of a run). Nothing changes before exit.
+    Returns whether it applies to this process."""
+    if "CONTROL_API_SERVICE_DESCRIPTOR" not in os.environ:  # set for SDK worker processes only
+        return False
+    if not _FAST_EXIT:
+        _FAST_EXIT.append(atexit.register(gc.freeze))
+    return True
 
 
 def counters(result: Any, namespace: str) -> dict[str, int]:

@@ -2,17 +2,19 @@
 
 Pipeline (built from the known list of (task, split) pairs)::
 
-    Create[(task, split)] -> ReadSplit (task reader, one element = one split -> batches of examples;
-                                        drops and errors tagged)
-      -> Reshuffle (so that tokenization spreads over workers)
-      -> ToRow (lowercase, revtok, the task's row hook) -> rows chunked by (task, split, shard),
-         partial stats, ids; drops and errors tagged
-      rows  -> GroupByKey -> WriteShard (part-NNNNN.parquet, rows in reader order)
+    Create[(task, split)] -> PlanSplit (read the split once: one Unit = one shard's range of reader
+                                        positions and its estimated cost; reader drops and errors tagged)
+      -> BalanceUnits (units to one group per worker, costliest first to the least loaded)
+      -> ConvertShard (read the unit's range again, lowercase, revtok, the task's row hook, write
+         part-NNNNN.parquet right there) -> partial stats, ids; row-hook drops and errors tagged
       stats -> CombinePerKey ─┐
-      drops ──────────────────┼─ + one seed per task -> GroupByKey(task) -> FinalizeTask (stats.json,
+      drops ──────────────────┼─ + a seed per split -> GroupByKey(task) -> FinalizeTask (stats.json,
                               │                                               dropped.parquet)
       ids   -> GroupByKey(task, split, bucket) -> duplicate-id errors
-    errors (every step) -> ToList -> staging/_errors.json (the driver raises the first one)
+    errors (every step) -> Gather -> staging/_errors.json (the driver raises the first one)
+
+No example or row crosses a shuffle: a shard's file depends only on its range of the raw file, so the
+output is the same bytes whatever the runner, the number of workers, or which worker got which shard.
 
 Everything is written under ``<out>/.staging-<run>/``; the driver swaps each task directory into
 place only after the pipeline finished without error (`pipelines.sinks.Staging`).
@@ -129,23 +131,21 @@ def check_raw_files(job: PrepareJob) -> None:
     raise DataError(first, f"raw file of task {missing[0][0]!r} not found{more}", fix=fix)
 
 
-def build(p: beam.Pipeline, job: PrepareJob, staging_root: str) -> None:
-    """Add the prepare transforms for `job` to pipeline `p`, writing under `staging_root`."""
+def build(p: beam.Pipeline, job: PrepareJob, staging_root: str, bins: int = 1) -> None:
+    """Add the prepare transforms for `job` to pipeline `p`, writing under `staging_root`; `bins`: the
+    groups the shards are spread over (one per local worker; 0: one per shard)."""
     tasks, files, options = job.tasks, job.files(), job.options
     pairs = [(name, split) for name, splits in job.splits.items() for split in splits]
 
-    read = (p | "Splits" >> beam.Create(pairs)
-            | "Read" >> beam.ParDo(T.ReadSplit(tasks, options, files, job.batch_size)).with_outputs(
-                T.DROPPED, T.ERRORS, main="batches"))
-    converted = (read.batches
-                 | "Reshuffle" >> beam.Reshuffle()
-                 | "ToRow" >> beam.ParDo(T.ToRow(tasks, options, job.lowercase, job.rows_per_shard, job.num_shards,
-                                                   job.train_filter))
-                 .with_outputs(T.STATS, T.IDS, T.DROPPED, T.ERRORS, main="chunks"))
-
-    _ = (converted.chunks
-         | "GroupShards" >> beam.GroupByKey()
-         | "WriteShards" >> beam.ParDo(T.WriteShard(staging_root)))
+    splits = p | "Splits" >> beam.Create(pairs)
+    planned = (splits
+               | "Plan" >> beam.ParDo(T.PlanSplit(tasks, options, files, job.rows_per_shard, job.num_shards))
+               .with_outputs(T.DROPPED, T.ERRORS, main="units"))
+    converted = (planned.units
+                 | "Balance" >> T.BalanceUnits(bins)
+                 | "Convert" >> beam.ParDo(T.ConvertShard(tasks, options, files, staging_root, job.lowercase,
+                                                          job.train_filter, job.batch_size))
+                 .with_outputs(T.IDS, T.DROPPED, T.ERRORS, main="stats"))
 
     duplicates = (converted.ids
                   | "GroupIds" >> beam.GroupByKey()
@@ -154,18 +154,18 @@ def build(p: beam.Pipeline, job: PrepareJob, staging_root: str) -> None:
     split_stats = (converted.stats
                    | "SplitStats" >> beam.CombinePerKey(stats.SplitStatsFn())
                    | "ByTask" >> beam.Map(lambda kv: (kv[0][0], ("split", (kv[0][1], kv[1])))))
-    drops = ((read.dropped, converted.dropped)
+    drops = ((planned.dropped, converted.dropped)
              | "AllDrops" >> beam.Flatten()
              | "DropByTask" >> beam.Map(lambda d: (d["task"], ("drop", d))))
-    seeds = p | "Tasks" >> beam.Create([(name, ("seed", None)) for name in job.splits])
+    seeds = splits | "Seeds" >> beam.Map(lambda pair: (pair[0], ("seed", None)))  # every task is finalized
     _ = ((seeds, split_stats, drops)
          | "PerTask" >> beam.Flatten()
          | "GroupTask" >> beam.GroupByKey()
          | "Finalize" >> beam.ParDo(T.FinalizeTask(staging_root, job.splits, options)))
 
-    _ = ((read.errors, converted.errors, duplicates)
+    _ = ((planned.errors, converted.errors, duplicates)
          | "AllErrors" >> beam.Flatten()
-         | "CollectErrors" >> beam.combiners.ToList()
+         | "CollectErrors" >> T.Gather()
          | "WriteErrors" >> beam.Map(T.write_errors, staging_root))
 
 
@@ -187,7 +187,7 @@ def run(job: PrepareJob, cfg: PrepareConfig, beam_args: Sequence[str] = ()) -> P
         LOG.info("preparing %s -> %s (runner %s, staging %s)", ", ".join(f"{t}[{'/'.join(s)}]" for t, s in job.splits.items()),
                  job.out, beam_options.runner_name(options), staging.root.name)
         p = beam.Pipeline(options=options)
-        build(p, job, str(staging.root))
+        build(p, job, str(staging.root), beam_options.local_workers(options))
         result = beam_options.run_pipeline(p)
         errors_file = staging.root / "_errors.json"
         if errors_file.exists():

@@ -1,6 +1,8 @@
 """From a task Example to a row of the processed schema: the pure per-example step of `deca prepare`.
 
-The Beam pipeline wraps these functions; tests call them directly.
+The Beam pipeline wraps these functions; tests call them directly. A `TextCache` passed to `to_row`
+tokenizes each distinct text once: SQuAD repeats a paragraph for each of its ~5 questions and QA-SRL a
+sentence for each of its questions, SST and WOZ ask one fixed question; revtok is most of the work.
 """
 from __future__ import annotations
 
@@ -17,17 +19,38 @@ def _text(value: str, lowercase: bool) -> tuple[str, list[str]]:
     return text, tokenize(text, lowercase=lowercase)
 
 
+class TextCache:
+    """Memo of normalized text -> tokens for the examples of one work unit (cleared when it holds
+    `max_entries` texts, which bounds its memory). Rows get their own copy of each token list."""
+
+    def __init__(self, max_entries: int = 4096):
+        self.max_entries = max_entries
+        self._memo: dict[tuple[bool, str], tuple[str, list[str]]] = {}
+
+    def text(self, value: str, lowercase: bool) -> tuple[str, list[str]]:
+        """`_text(value, lowercase)`, computed once per distinct value."""
+        key = (lowercase, value)
+        hit = self._memo.get(key)
+        if hit is None:
+            if len(self._memo) >= self.max_entries:
+                self._memo.clear()
+            hit = self._memo[key] = _text(value, lowercase)
+        return hit[0], list(hit[1])
+
+
 def to_row(task: Task, split: str, example: Example, options=None, lowercase: bool = True,
-           train_filter=None) -> dict | Dropped:
+           train_filter=None, cache: TextCache | None = None) -> dict | Dropped:
     """Normalize whitespace, lowercase and revtok-tokenize one example, then apply the task's row hook and,
-    on the training split, `train_filter` (a deca.config.TrainFilterConfig).
+    on the training split, `train_filter` (a deca.config.TrainFilterConfig). With `cache`, a text seen
+    before is not tokenized again (same row).
 
     Returns a dict in `deca.schema.EXAMPLE_SCHEMA` or a `Dropped` (e.g. a filtered example).
     ``revtok.detokenize(row["context_tokens"]) == row["context"]`` holds for every text field.
     """
-    context, context_tokens = _text(example.context, lowercase)
-    question, question_tokens = _text(example.question, lowercase)
-    answer, answer_tokens = _text(example.answer, lowercase)
+    text = _text if cache is None else cache.text
+    context, context_tokens = text(example.context, lowercase)
+    question, question_tokens = text(example.question, lowercase)
+    answer, answer_tokens = text(example.answer, lowercase)
     answers = example.answers if example.answers is not None else [example.answer]
     answers = [normalize_space(a).lower() if lowercase else normalize_space(a) for a in answers]
     row = {

@@ -55,6 +55,17 @@ def write_rows(rows: list[dict], schema: pa.Schema, path: str | Path) -> Path:
     return write_table(pa.Table.from_pylist(rows, schema=schema), path)
 
 
+def to_batch(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
+    """Dict rows as one Arrow record batch (far smaller than the Python dicts it replaces)."""
+    return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def write_batches(batches: list[pa.RecordBatch], schema: pa.Schema, path: str | Path) -> Path:
+    """Write record batches as one Parquet file, byte for byte what `write_rows` writes for the same
+    rows however they were batched (the columns are made contiguous first)."""
+    return write_table(pa.Table.from_batches(batches, schema=schema).combine_chunks(), path)
+
+
 def _pid_is_dead(pid: int) -> bool:
     """Whether no process `pid` runs on this host (a process of another user counts as alive)."""
     try:

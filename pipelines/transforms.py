@@ -1,10 +1,11 @@
 """The steps of the `deca prepare` Beam pipeline, as small DoFns with Beam Metrics counters.
 
-Elements flowing between the steps are plain tuples and dicts (cheap to encode on any runner):
+Elements flowing between the steps are small tuples and dicts (no example or row crosses a shuffle:
+the worker that converts a shard reads its range of the raw file and writes its Parquet file):
 
-- a read batch: ``(task, split, [(seq, example_dict), ...])``; `seq` is the position in the reader's
-  output (examples and drops together), which orders rows inside a shard and assigns shards;
-- a shard chunk: ``((task, split, shard), [(seq, row), ...])`` with rows in `deca.schema.EXAMPLE_SCHEMA`;
+- a `Unit`: one shard of a split, as a range of reader positions (`seq`: the position in the reader's
+  output, examples and drops together, which assigns shards and orders rows inside a shard);
+- partial statistics ``((task, split), accumulator)`` and ids ``((task, split, bucket), [id, ...])``;
 - a drop record (tagged output ``dropped``): ``{"id", "task", "split", "reason", "detail", "seq"}``;
 - an error record (tagged output ``errors``): a `deca.errors.DataError` flattened to a dict.
 
@@ -15,12 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import operator
 import zlib
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
-from pipelines import beam_options  # noqa: F401  (first: quiets Beam's import-time warning)
+from pipelines import beam_options  # first: quiets Beam's import-time warning
 
 import apache_beam as beam  # noqa: E402
 from apache_beam.metrics import Metrics
@@ -29,14 +29,14 @@ from deca.errors import DataError, _rebuild_data_error
 from deca.registry import Dropped, Example, Task
 from deca.schema import DROPPED_SCHEMA, EXAMPLE_SCHEMA
 from pipelines import sinks, stats
-from pipelines.rows import to_row
+from pipelines.rows import TextCache, to_row
 
 NAMESPACE = "deca.prepare"
 DROPPED = "dropped"
 ERRORS = "errors"
-STATS = "stats"
 IDS = "ids"
 ID_BUCKETS = 64  # the id-uniqueness check holds one bucket of a split's ids at a time
+READ_COST = 20  # reading one raw record, in the units of `example_cost` (about 20 characters tokenized)
 
 
 def drop_record(task: str, split: str, seq: int, dropped: Dropped) -> dict[str, Any]:
@@ -56,10 +56,14 @@ def error_from_record(rec: Mapping[str, Any]) -> DataError:
 
 
 class _Counted(beam.DoFn):
-    """A DoFn with lazily created counters named ``<task>.<split>.<what>``."""
+    """A DoFn with lazily created counters named ``<task>.<split>.<what>`` (and a quick exit of the
+    worker process it runs in: `beam_options.fast_worker_exit`)."""
 
     def __init__(self) -> None:
         self._counters: dict[str, Any] = {}
+
+    def setup(self) -> None:
+        beam_options.fast_worker_exit()
 
     def inc(self, task: str, split: str, what: str, n: int = 1) -> None:
         name = f"{task}.{split}.{what}"
@@ -69,51 +73,20 @@ class _Counted(beam.DoFn):
         counter.inc(n)
 
 
-class ReadSplit(_Counted):
-    """(task, split) -> batches of the task reader's examples (main output) and its drops.
+class Unit(NamedTuple):
+    """One shard of a split: the reader positions it holds, and the work it is expected to take."""
 
-    One input element is a whole split; readers are generators, so a split streams through and only
-    one batch (``batch_size`` examples) is held at a time. Batches keep the per-element cost of the
-    following shuffle low while leaving plenty of elements to spread over workers.
-    """
+    task: str
+    split: str
+    shard: int
+    start: int  # reader positions range(start, stop, step): examples and reader drops alike
+    stop: int
+    step: int
+    cost: int  # see `PlanSplit.units`
 
-    def __init__(self, tasks: Mapping[str, Task], options: Mapping[str, Any],
-                 files: Mapping[tuple[str, str], Sequence[str]], batch_size: int = 256):
-        super().__init__()
-        self.tasks = dict(tasks)
-        self.options = dict(options)
-        self.files = {key: list(paths) for key, paths in files.items()}
-        self.batch_size = batch_size
-
-    def process(self, element: tuple[str, str]) -> Iterator[Any]:
-        name, split = element
-        task = self.tasks[name]
-        paths = [Path(p) for p in self.files[(name, split)]]
-        batch: list[tuple[int, dict]] = []
-        seq = 0
-        try:
-            check_not_empty(paths)
-            for item in task.read(split, paths, self.options[name]):
-                if isinstance(item, Dropped):
-                    self.inc(name, split, f"dropped.{item.reason}")
-                    yield beam.pvalue.TaggedOutput(DROPPED, drop_record(name, split, seq, item))
-                else:
-                    batch.append((seq, _example_dict(item)))
-                    if len(batch) >= self.batch_size:
-                        self.inc(name, split, "read", len(batch))
-                        yield name, split, batch
-                        batch = []
-                seq += 1
-            if seq == 0:
-                raise DataError(", ".join(map(str, paths)), f"no {split} examples in the file(s)",
-                                fix="the file is empty or not in the official format: re-download it "
-                                    "(`deca download`) or copy it again from the mirror")
-        except DataError as err:
-            self.inc(name, split, "errors")
-            yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
-        if batch:
-            self.inc(name, split, "read", len(batch))
-            yield name, split, batch
+    @property
+    def positions(self) -> range:
+        return range(self.start, self.stop, self.step)
 
 
 def check_not_empty(paths: Sequence[Path]) -> None:
@@ -124,88 +97,226 @@ def check_not_empty(paths: Sequence[Path]) -> None:
                                                                "from the mirror")
 
 
-def _example_dict(ex: Example) -> dict[str, Any]:
-    # A shallow dict (dataclasses.asdict deep-copies every answer list and gold dict: slow).
-    return {"id": ex.id, "context": ex.context, "question": ex.question, "answer": ex.answer,
-            "answers": ex.answers, "gold": ex.gold}
-
-
 def id_bucket(ident: str, buckets: int = ID_BUCKETS) -> int:
     """A stable bucket for an id (Python's str hash differs between worker processes)."""
     return zlib.crc32(ident.encode("utf-8")) % buckets
 
 
-class ToRow(_Counted):
-    """A batch of read examples -> processed rows (lowercase, revtok, the task's row hook).
+def shard_of(seq: int, rows_per_shard: int, num_shards: int) -> int:
+    """Contiguous runs of `rows_per_shard` reader positions per shard, or round-robin over exactly
+    `num_shards` shards when that is set."""
+    return seq % num_shards if num_shards > 0 else seq // rows_per_shard
 
-    Outputs, per batch: ``((task, split, shard), [(seq, row), ...])`` chunks (main), partial
-    statistics ``((task, split), accumulator)`` (``stats``), ids ``((task, split, bucket), [id, ...])``
-    (``ids``, for the uniqueness check), and one record per drop or data error.
+
+def example_cost(ex: Example, previous: Example | None) -> int:
+    """Roughly the work of converting `ex` after `previous`: the characters revtok tokenizes (a text
+    equal to the previous example's is a `rows.TextCache` hit) plus a fixed per-example cost."""
+    return 50 + sum(len(getattr(ex, f)) for f in ("context", "question", "answer")
+                    if previous is None or getattr(previous, f) != getattr(ex, f))
+
+
+class PlanSplit(_Counted):
+    """(task, split) -> one `Unit` per shard that has examples (main output), and the reader's drops.
+
+    Reads the split once (a reader is a generator: nothing is held but per-shard totals) to count its
+    examples; `ConvertShard` reads each shard's range again where it runs. A split whose reader fails
+    gets an error record and no unit.
     """
 
-    def __init__(self, tasks: Mapping[str, Task], options: Mapping[str, Any], lowercase: bool = True,
-                 rows_per_shard: int = 5000, num_shards: int = 0, train_filter: Any = None):
+    def __init__(self, tasks: Mapping[str, Task], options: Mapping[str, Any],
+                 files: Mapping[tuple[str, str], Sequence[str]], rows_per_shard: int = 5000, num_shards: int = 0):
         super().__init__()
         self.tasks = dict(tasks)
         self.options = dict(options)
-        self.lowercase = lowercase
-        self.train_filter = train_filter
+        self.files = {key: list(paths) for key, paths in files.items()}
         self.rows_per_shard = rows_per_shard
         self.num_shards = num_shards
 
-    def shard(self, seq: int) -> int:
-        """Contiguous runs of `rows_per_shard` reader positions per shard, or round-robin over
-        exactly `num_shards` shards when that is set."""
-        return seq % self.num_shards if self.num_shards > 0 else seq // self.rows_per_shard
-
-    def process(self, element: tuple[str, str, list]) -> Iterator[Any]:
-        name, split, batch = element
-        task, options = self.tasks[name], self.options[name]
-        chunks: dict[int, list] = {}
-        ids: dict[int, list] = {}
-        acc = stats.new_accumulator()
-        for seq, example in batch:
-            try:
-                result = to_row(task, split, Example(**example), options, self.lowercase, self.train_filter)
-            except DataError as err:
-                self.inc(name, split, "errors")
-                yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
-                continue
-            if isinstance(result, Dropped):
-                self.inc(name, split, f"dropped.{result.reason}")
-                yield beam.pvalue.TaggedOutput(DROPPED, drop_record(name, split, seq, result))
-                continue
-            stats.add_lengths(acc, stats.lengths(result))
-            chunks.setdefault(self.shard(seq), []).append((seq, result))
-            ids.setdefault(id_bucket(result["id"]), []).append(result["id"])
-        if not acc[0]:
+    def process(self, element: tuple[str, str]) -> Iterator[Any]:
+        name, split = element
+        paths = [Path(p) for p in self.files[(name, split)]]
+        costs: dict[int, int] = {}
+        seq, examples, previous = 0, 0, None
+        try:
+            check_not_empty(paths)
+            for seq, item in enumerate(self.tasks[name].read(split, paths, self.options[name]), start=1):
+                if isinstance(item, Dropped):
+                    self.inc(name, split, f"dropped.{item.reason}")
+                    yield beam.pvalue.TaggedOutput(DROPPED, drop_record(name, split, seq - 1, item))
+                    continue
+                shard = shard_of(seq - 1, self.rows_per_shard, self.num_shards)
+                costs[shard] = costs.get(shard, 0) + example_cost(item, previous)
+                examples, previous = examples + 1, item
+            if seq == 0:
+                raise DataError(", ".join(map(str, paths)), f"no {split} examples in the file(s)",
+                                fix="the file is empty or not in the official format: re-download it "
+                                    "(`deca download`) or copy it again from the mirror")
+        except DataError as err:
+            self.inc(name, split, "errors")
+            yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
             return
-        self.inc(name, split, "rows", acc[0])
-        self.inc(name, split, "tokens", sum(acc[1:1 + len(stats.FIELDS)]))
-        for shard, rows in chunks.items():
-            yield (name, split, shard), rows
-        for bucket, idents in ids.items():
-            yield beam.pvalue.TaggedOutput(IDS, ((name, split, bucket), idents))
-        yield beam.pvalue.TaggedOutput(STATS, ((name, split), acc))
+        self.inc(name, split, "read", examples)
+        yield from self.units(name, split, seq, costs)
+
+    def units(self, name: str, split: str, total: int, costs: Mapping[int, int]) -> Iterator[Unit]:
+        """The units of the shards that hold examples; `total` reader positions in the split. A unit
+        costs its examples' `example_cost` plus `READ_COST` per position read up to its last one."""
+        for shard, cost in sorted(costs.items()):
+            if self.num_shards > 0:
+                start, stop, step = shard, total, self.num_shards
+            else:
+                start, stop, step = shard * self.rows_per_shard, min((shard + 1) * self.rows_per_shard, total), 1
+            yield Unit(name, split, shard, start, stop, step, cost + READ_COST * stop)
 
 
-class WriteShard(_Counted):
-    """((task, split, shard), [(seq, row), ...]) -> staging/<task>/<split>/part-<shard>.parquet, rows in reader order.
+def assign_bins(units: Iterable[Unit], bins: int) -> Iterator[tuple[int, Unit]]:
+    """(bin, unit) pairs: the costliest unit first, each to the least loaded of `bins` bins (longest
+    processing time first); ``bins <= 0``: one bin per unit. Depends only on the units and `bins`."""
+    ordered = sorted(units, key=lambda u: (-u.cost, u.task, u.split, u.shard))
+    if bins <= 0:
+        yield from enumerate(ordered)
+        return
+    load = [0] * bins
+    for unit in ordered:
+        b = min(range(bins), key=lambda k: (load[k], k))
+        load[b] += unit.cost
+        yield b, unit
 
-    Sorting makes the output bytes independent of the runner's bundling; a shard holds at most
-    ``rows_per_shard`` rows, which bounds this step's memory.
+
+class Gather(beam.PTransform):
+    """A (small) PCollection -> one element: the list of all its elements (none if it is empty).
+    One GroupByKey, where `beam.combiners.ToList` takes three stages."""
+
+    def expand(self, pcoll):
+        return (pcoll
+                | "OneKey" >> beam.Map(lambda x: (None, x))
+                | "Group" >> beam.GroupByKey()
+                | "Values" >> beam.Map(lambda kv: list(kv[1])))
+
+
+class BalanceUnits(beam.PTransform):
+    """Units -> the same units, spread over `bins` groups of about equal cost (`assign_bins`).
+
+    The local runner hands the groups of a GroupByKey to its workers in turn, in the order their keys
+    were first seen; with one bin per worker, each worker gets one bin. On any runner this only moves
+    whole units around, so the output files never depend on it.
     """
 
-    def __init__(self, staging_root: str):
+    def __init__(self, bins: int):
         super().__init__()
-        self.staging_root = staging_root
+        self.bins = bins
 
-    def process(self, element: tuple[tuple[str, str, int], Any]) -> Iterator[tuple[str, str, int]]:
-        (name, split, shard), chunks = element
-        rows = [row for _, row in sorted((r for chunk in chunks for r in chunk), key=operator.itemgetter(0))]
-        sinks.write_rows(rows, EXAMPLE_SCHEMA, Path(self.staging_root) / name / split / sinks.shard_name(shard))
+    def expand(self, units):
+        bins = self.bins
+        return (units
+                | "Gather" >> Gather()
+                | "Assign" >> beam.FlatMap(assign_bins, bins)
+                | "GroupBins" >> beam.GroupByKey()
+                | "Units" >> beam.FlatMap(lambda kv: kv[1]))
+
+
+def read_range(task: Task, unit: Unit, paths: Sequence[Path], options: Any) -> Iterator[tuple[int, Example]]:
+    """(reader position, example) for the positions of `unit`; stops reading after its last one."""
+    positions = unit.positions
+    for seq, item in enumerate(task.read(unit.split, paths, options)):
+        if seq >= unit.stop:
+            return
+        if seq in positions and not isinstance(item, Dropped):
+            yield seq, item
+
+
+class ConvertShard(_Counted):
+    """A `Unit` -> staging/<task>/<split>/part-<shard>.parquet, written where the unit runs.
+
+    Reads the unit's range of the split, converts it (lowercase, revtok with a `rows.TextCache`, the
+    task's row hook) and writes the rows in reader order, `batch_size` rows converted to Arrow at a time.
+    Outputs partial statistics ``((task, split), accumulator)`` (main), ids ``((task, split, bucket),
+    [id, ...])`` (``ids``, for the uniqueness check), and one record per row-hook drop or data error.
+    """
+
+    def __init__(self, tasks: Mapping[str, Task], options: Mapping[str, Any],
+                 files: Mapping[tuple[str, str], Sequence[str]], staging_root: str, lowercase: bool = True,
+                 train_filter: Any = None, batch_size: int = 256):
+        super().__init__()
+        self.tasks = dict(tasks)
+        self.options = dict(options)
+        self.files = {key: list(paths) for key, paths in files.items()}
+        self.staging_root = staging_root
+        self.lowercase = lowercase
+        self.train_filter = train_filter
+        self.batch_size = batch_size
+
+    def process(self, unit: Unit) -> Iterator[Any]:
+        name, split = unit.task, unit.split
+        paths = [Path(p) for p in self.files[(name, split)]]
+        cache, shard = TextCache(), ShardRows(self.batch_size)
+        try:
+            for seq, example in read_range(self.tasks[name], unit, paths, self.options[name]):
+                yield from self.convert(unit, seq, example, cache, shard)
+        except DataError as err:  # the reader failed on a second read (PlanSplit read it without error)
+            self.inc(name, split, "errors")
+            yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
+            return
+        yield from self.finish(unit, shard)
+
+    def convert(self, unit: Unit, seq: int, example: Example, cache: TextCache, shard: ShardRows) -> Iterator[Any]:
+        """Convert one example into `shard`, or emit its drop or data-error record."""
+        name, split = unit.task, unit.split
+        try:
+            result = to_row(self.tasks[name], split, example, self.options[name], self.lowercase,
+                            self.train_filter, cache)
+        except DataError as err:
+            self.inc(name, split, "errors")
+            yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
+            return
+        if isinstance(result, Dropped):
+            self.inc(name, split, f"dropped.{result.reason}")
+            yield beam.pvalue.TaggedOutput(DROPPED, drop_record(name, split, seq, result))
+        else:
+            shard.add(result)
+
+    def finish(self, unit: Unit, shard: ShardRows) -> Iterator[Any]:
+        """Write the unit's shard (if it kept any row) and emit its statistics and ids."""
+        name, split = unit.task, unit.split
+        if not shard.acc[0]:
+            return
+        path = Path(self.staging_root) / name / split / sinks.shard_name(unit.shard)
+        sinks.write_batches(shard.batches(), EXAMPLE_SCHEMA, path)
         self.inc(name, split, "shards")
-        yield name, split, len(rows)
+        self.inc(name, split, "rows", shard.acc[0])
+        self.inc(name, split, "tokens", sum(shard.acc[1:1 + len(stats.FIELDS)]))
+        for bucket, idents in shard.ids.items():
+            yield beam.pvalue.TaggedOutput(IDS, ((name, split, bucket), idents))
+        yield (name, split), shard.acc
+
+
+class ShardRows:
+    """The rows of one shard as they are converted: Arrow record batches of `batch_size` rows (far
+    smaller than the row dicts), the statistics accumulator and the ids by bucket."""
+
+    def __init__(self, batch_size: int):
+        self.batch_size = batch_size
+        self._rows: list[dict] = []
+        self._batches: list = []
+        self.acc = stats.new_accumulator()
+        self.ids: dict[int, list[str]] = {}
+
+    def add(self, row: dict) -> None:
+        stats.add_lengths(self.acc, stats.lengths(row))
+        self.ids.setdefault(id_bucket(row["id"]), []).append(row["id"])
+        self._rows.append(row)
+        if len(self._rows) >= self.batch_size:
+            self._flush()
+
+    def batches(self) -> list:
+        """All the rows added, in order, as record batches."""
+        self._flush()
+        return self._batches
+
+    def _flush(self) -> None:
+        if self._rows:
+            self._batches.append(sinks.to_batch(self._rows, EXAMPLE_SCHEMA))
+            self._rows = []
 
 
 def duplicate_errors(element: tuple[tuple[str, str, int], Any],

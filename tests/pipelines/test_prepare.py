@@ -224,19 +224,6 @@ def test_urls_are_rejected_with_a_clear_message(tmp_path):
         prepare.make_job(["sst"], tmp_path, "gs://bucket/processed", PrepareConfig())
 
 
-@pytest.mark.slow
-def test_multi_process_workers_give_the_same_bytes(fixture_corpora, tmp_path):
-    """The DoFns pickle to separate worker processes (as on a distributed runner) and give identical output."""
-    names = ["sst", "squad", "woz.en"]
-    run_prepare(names, fixture_corpora, tmp_path / "a")
-    run_prepare(names, fixture_corpora, tmp_path / "b", PrepareConfig(batch_size=1),
-                beam_args=["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
-    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
-    assert files and files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
-    for rel in files:
-        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
-
-
 @pytest.mark.parametrize("name", ["srl", "zre", "multinli.in.out", "schema", "cnn_dailymail", "sst", "woz.en"])
 def test_a_0_byte_split_file_is_refused_and_nothing_is_written(name, fixture_corpora, tmp_path):
     """Before, srl, zre, multinli, schema and cnn_dailymail read an empty file as an empty (or shrunken) split."""
