@@ -14,6 +14,14 @@ def normalize_space(text: str) -> str:
     return " ".join(text.split())
 
 
+def prepare_text(value: str, lowercase: bool = True) -> tuple[str, list[str]]:
+    """(text, tokens) exactly as `deca prepare` makes them: whitespace normalized, lowercased, revtok."""
+    text = normalize_space(value)
+    if lowercase:
+        text = text.lower()
+    return text, tokenize(text, lowercase=lowercase)
+
+
 def tokenize(text: str, lowercase: bool = True) -> list[str]:
     """revtok tokens of `text` (lowercased per token, as decaNLP does)."""
     tokens = revtok.tokenize(text)

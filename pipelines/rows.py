@@ -9,14 +9,8 @@ from __future__ import annotations
 import json
 
 from deca.registry import Dropped, Example, Task
-from deca.text import normalize_space, tokenize
-
-
-def _text(value: str, lowercase: bool) -> tuple[str, list[str]]:
-    text = normalize_space(value)
-    if lowercase:
-        text = text.lower()
-    return text, tokenize(text, lowercase=lowercase)
+from deca.text import normalize_space
+from deca.text import prepare_text as _text
 
 
 class TextCache:

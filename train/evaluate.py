@@ -26,7 +26,7 @@ from deca.schema import read_split
 from eval.api import decascore, score_task
 from eval.report import bar_chart, markdown, write_plots
 from eval.score import log_scores, metrics_document, task_options
-from train.batch import collate
+from train.predict import answer_rows
 from train.checkpoint import BEST, load_model
 from train.resume import RUN_FILE, latest_run, read_run_file
 
@@ -76,19 +76,8 @@ def read_rows(processed_dir: str, task: str, split: str, max_examples: int | Non
 
 def decode(model, vocab, rows: Sequence[dict], batch_size: int, max_len: int | None, device,
            bar=None) -> list[str]:
-    """Greedy answers for `rows`, in their order. Batches hold examples of similar length."""
-    order = sorted(range(len(rows)),
-                   key=lambda i: (len(rows[i]["context_tokens"]) + len(rows[i]["question_tokens"]), i))
-    texts: list[str] = [""] * len(rows)
-    with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
-            out = model.greedy(collate([rows[i] for i in idx], vocab, device), max_len)
-            for i, text in zip(idx, out.texts):
-                texts[i] = text.lower()
-            if bar is not None:
-                bar.update(len(idx))
-    return texts
+    """Greedy answers for `rows`, in their order (train.predict.answer_rows, as `deca predict` decodes)."""
+    return [a.text for a in answer_rows(model, vocab, rows, batch_size, max_len, device, bar)]
 
 
 def check_config(ec) -> None:

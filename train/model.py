@@ -90,6 +90,7 @@ class GreedyOutput:
     log_probs: torch.Tensor  # [B, S] log p of the chosen token (0 after <eos>)
     source_weights: torch.Tensor  # [B, S, 3] weights of vocabulary / context ptr / question ptr (0 after <eos>)
     lengths: torch.Tensor  # [B] steps taken up to and including <eos>
+    contributions: torch.Tensor | None = None  # [B, S, 3] p(chosen token) from each source (they sum to it)
 
 
 class Arm(nn.Module):
@@ -282,6 +283,14 @@ class MQAN(nn.Module):
             best, y = torch.where(pick, best_local, best), torch.where(pick, y_local + V, y)
         return y, best.log()
 
+    def _contributions(self, logits, w, log_ac, c_ext, log_aq, q_ext, y):
+        """[N, 3]: the probability of token y from the vocabulary, the context pointer and the question pointer."""
+        gen = y < self.generative_size
+        p_vocab = logits.softmax(-1).gather(1, torch.where(gen, y, 0)[:, None])[:, 0] * gen
+        p_ctx = (log_ac.exp() * (c_ext == y[:, None])).sum(-1)
+        p_q = (log_aq.exp() * (q_ext == y[:, None])).sum(-1) if self.arch.question_pointer else torch.zeros_like(p_ctx)
+        return w * torch.stack([p_vocab, p_ctx, p_q], -1)
+
     # ---- teacher forcing --------------------------------------------------------------------------------
     def _teacher_forced(self, batch: Batch, targets: torch.Tensor | None, mask: torch.Tensor | None = None):
         """Run the decoder on the gold answer, or on `targets` (extended ids [B, T]; `mask` [B, T] marks the
@@ -342,20 +351,22 @@ class MQAN(nn.Module):
 
     # ---- greedy decoding --------------------------------------------------------------------------------
     @torch.no_grad()
-    def greedy(self, batch: Batch, max_len: int | None = None, incremental: bool = True) -> GreedyOutput:
+    def greedy(self, batch: Batch, max_len: int | None = None, incremental: bool = True,
+               explain: bool = False) -> GreedyOutput:
         """Batched greedy decoding (eval mode) until every answer has <eos> or `max_len` steps.
 
         `incremental=False` recomputes the self-attentive decoder over the whole prefix (and the keys/
         values of C_fin) at every step, as the original did: same outputs, for benchmarks and tests.
+        `explain` also returns each chosen token's probability from each source (`contributions`).
         """
         was_training = self.training
         self.eval()
         try:
-            return self._greedy(batch, max_len or self.cfg.max_answer_length, incremental)
+            return self._greedy(batch, max_len or self.cfg.max_answer_length, incremental, explain)
         finally:
             self.train(was_training)
 
-    def _greedy(self, batch: Batch, max_len: int, incremental: bool) -> GreedyOutput:
+    def _greedy(self, batch: Batch, max_len: int, incremental: bool, explain: bool = False) -> GreedyOutput:
         enc = self.encode(batch)
         B = batch.size
         prev = torch.full((B, 1), INIT_ID, dtype=torch.long, device=enc.context.device)
@@ -366,7 +377,7 @@ class MQAN(nn.Module):
             caches = [KVCache(max_len) for _ in self.decoder_layers]
         prefix = prev
         done = torch.zeros(B, dtype=torch.bool, device=prev.device)
-        ids, lps, weights, finished = [], [], [], []
+        ids, lps, weights, finished, parts = [], [], [], [], []
         for t in range(max_len):
             if incremental or not self.arch.self_attention:
                 x = self._answer_features(enc, prev, offset=t, caches=caches, memory=memory)[:, -1]
@@ -377,6 +388,8 @@ class MQAN(nn.Module):
             logits = self._logits(ctx)
             w = self._source_weights(sv, sq)
             y, lp = self._choose(logits, w, log_ac, enc.context_ext, log_aq, enc.question_ext, batch.extended_size)
+            if explain:
+                parts.append(self._contributions(logits, w, log_ac, enc.context_ext, log_aq, enc.question_ext, y))
             finished.append(done.clone())
             ids.append(y)
             lps.append(lp)
@@ -392,7 +405,8 @@ class MQAN(nn.Module):
         lp_t = torch.stack(lps, 1).masked_fill(~live, 0.0)
         w_t = torch.stack(weights, 1).masked_fill(~live[..., None], 0.0)
         tokens = [batch.ext_to_tokens(row, self.vocab) for row in ids_t.tolist()]
-        return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t, lp_t, w_t, live.sum(1))
+        c_t = torch.stack(parts, 1).masked_fill(~live[..., None], 0.0) if explain else None
+        return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t, lp_t, w_t, live.sum(1), c_t)
 
 
 def build_model(cfg: ModelConfig, vocab: Vocab, word_vectors: VectorSource | None = None,

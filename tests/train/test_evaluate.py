@@ -92,7 +92,7 @@ def test_oracle_predictions_score_100(setup, monkeypatch):
     for task in TASKS:
         answers.update({r["id"]: r["answer"] for r in read_split(params.data.processed_dir, task, "validation").to_pylist()})
 
-    def oracle(self, batch, max_len=None):
+    def oracle(self, batch, max_len=None, explain=False):
         return type("Out", (), {"texts": [answers[i] for i in batch.ids]})()
 
     monkeypatch.setattr(MQAN, "greedy", oracle)
