@@ -1,8 +1,8 @@
 """Checkpoints, both kinds in one place.
 
 Model checkpoints (`save_checkpoint`, `load_checkpoint`; the best model is `<run dir>/best/model.pt`):
-weights, model config, the vocabulary fingerprint and the pre-trained vector sources (name + fingerprint)
-in one torch file.
+weights, model config, the vocabulary (its tokens and fingerprint) and the pre-trained vector sources
+(name + fingerprint) in one torch file, so that `load_model` needs nothing else.
 
 Loading uses ``torch.load(weights_only=True)`` (no pickled code runs) and refuses a vocabulary whose
 fingerprint differs from the one the model was trained with. Pre-trained vectors are *not* stored (GloVe
@@ -31,7 +31,8 @@ from train.model import MQAN, build_model, vector_sources
 from train.vectors import VectorSource
 from train.vocab import Vocab
 
-FORMAT = "deca-mqan/2"  # 2: inputs featurized from token strings, vector sources recorded
+FORMAT = "deca-mqan/3"  # 2: inputs featurized from token strings, vector sources recorded; 3: vocabulary inside
+READABLE = ("deca-mqan/2", FORMAT)
 STATE_FILE = "state.pt"
 BEST = Path("best") / "model.pt"
 
@@ -45,6 +46,7 @@ def save_checkpoint(path: str | Path, model: MQAN, extra: dict[str, Any] | None 
         "model_config": dataclasses.asdict(model.cfg),
         "vocab_fingerprint": model.vocab.fingerprint,
         "vocab_size": len(model.vocab),
+        "vocab_tokens": list(model.vocab.itos),  # self-contained: predict/evaluate/serve need only this file
         "generative_size": model.generative_size,
         "vectors": vector_sources(model),
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
@@ -68,7 +70,7 @@ def read_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
         first = " ".join(str(exc).split())[:300]
         raise DataError(path, f"cannot load as a checkpoint: {type(exc).__name__}: {first}",
                         fix="use a checkpoint written by `deca train` (train/checkpoint.py)") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+    if not isinstance(payload, dict) or payload.get("format") not in READABLE:
         raise DataError(path, f"not a {FORMAT} checkpoint", fix="use a checkpoint written by train/checkpoint.py")
     return payload
 
@@ -86,12 +88,21 @@ def load_checkpoint(path: str | Path, vocab: Vocab, word_vectors: VectorSource |
     return model, payload["extra"]
 
 
-def load_model(path: str | Path, vocab_path: str | Path, device="cpu",
+def load_model(path: str | Path, vocab_path: str | Path | None = None, device="cpu",
                progress: bool = False) -> tuple[MQAN, Vocab, dict[str, Any]]:
-    """(model in eval mode on `device`, its vocabulary from `vocab_path`, the checkpoint's extra), reading the
-    checkpoint once: the generative vocabulary size comes from the stored model config."""
+    """(model in eval mode on `device`, its vocabulary, the checkpoint's extra), reading the checkpoint once.
+
+    The vocabulary is the one stored in the checkpoint (format 3); a format-2 checkpoint needs `vocab_path`
+    (the data/vocab.txt it was trained with), whose fingerprint is checked."""
     payload = read_checkpoint(path, device)
-    vocab = Vocab.load(vocab_path, int(payload["model_config"]["max_generative_vocab"]))
+    max_generative = int(payload["model_config"]["max_generative_vocab"])
+    if payload.get("vocab_tokens"):
+        vocab = Vocab(payload["vocab_tokens"], max_generative)
+    elif vocab_path is not None:
+        vocab = Vocab.load(vocab_path, max_generative)
+    else:
+        raise DataError(path, "the checkpoint does not carry its vocabulary (written before format 3)",
+                        fix="give the data/vocab.txt it was trained with (data.vocab_path)")
     model = model_from_payload(path, payload, vocab, progress=progress)
     return model.to(device).eval(), vocab, payload["extra"]
 

@@ -62,3 +62,26 @@ def test_bad_requests_are_refused_naming_the_line(params_file, tmp_path, capsys)
     assert "--context and --question go together" in capsys.readouterr().err
     assert main(["predict", "--params", path, "--context", "a", "--question", "b", "--input", str(bad)]) == 1
     assert "either --context and --question, or --input" in capsys.readouterr().err
+
+
+def test_the_checkpoint_alone_is_enough(params_file, setup, tmp_path, capsys):  # noqa: F811
+    import torch
+
+    from deca.errors import DataError
+    from train.checkpoint import load_model
+
+    _, path = params_file
+    ask = ["--context", "a fine film .", "--question", "is this review negative or positive?"]
+    assert main(["predict", "--params", path, *ask]) == 0
+    with_vocab = capsys.readouterr().out
+    assert main(["predict", "--params", path, "--set", f"data.vocab_path={tmp_path / 'gone.txt'}", *ask]) == 0
+    assert capsys.readouterr().out == with_vocab  # the vocabulary came from the checkpoint
+
+    older = tmp_path / "format2.pt"  # a checkpoint written before the vocabulary was stored in it
+    payload = torch.load(setup[3] / "best" / "model.pt", weights_only=True)
+    del payload["vocab_tokens"]
+    torch.save({**payload, "format": "deca-mqan/2"}, older)
+    with pytest.raises(DataError, match="does not carry its vocabulary"):
+        load_model(older)
+    model, vocab, _ = load_model(older, setup[2])  # with the vocabulary file it was trained with
+    assert vocab.fingerprint == payload["vocab_fingerprint"]
