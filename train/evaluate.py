@@ -32,7 +32,10 @@ from train.resume import RUN_FILE, latest_run, read_run_file
 
 log = logging.getLogger("deca.evaluate")
 
-READ_COLUMNS = ["id", "task", "context_tokens", "question_tokens", "answer_tokens", "answer", "answers", "gold"]
+READ_COLUMNS = ["id", "task", "context", "question", "context_tokens", "question_tokens", "answer_tokens", "answer",
+                "answers", "gold"]
+EXAMPLES_IN_REPORT = 3  # per task
+Record = Mapping[str, str]  # one line of <task>.jsonl: id, prediction, context, question, answer
 
 
 def resolve_checkpoint(run: str | None, checkpoint: str | None, storage_dir: str) -> tuple[Path, dict]:
@@ -89,8 +92,8 @@ def check_config(ec) -> None:
 
 
 def predict_and_score(params, model, vocab, tasks: Sequence[str], device, skipped: dict[str, str],
-                      progress: bool) -> tuple[dict[str, list[tuple[str, str]]], dict]:
-    """({task: [(id, prediction)]}, the scored split: decaScore and per-task results)."""
+                      progress: bool) -> tuple[dict[str, list[Record]], dict]:
+    """({task: [prediction records]}, the scored split: decaScore and per-task results)."""
     from tqdm import tqdm
 
     ec = params.evaluate
@@ -104,8 +107,10 @@ def predict_and_score(params, model, vocab, tasks: Sequence[str], device, skippe
         for task, rows in data.items():
             bar.set_postfix_str(task)
             texts = decode(model, vocab, rows, ec.batch_size, ec.max_answer_length, device, bar)
-            predictions[task] = [(str(r["id"]), text) for r, text in zip(rows, texts)]
-            res = score_task(task, dict(predictions[task]), rows, options=options_for(task))
+            predictions[task] = [{"id": str(r["id"]), "prediction": text, "context": r["context"],
+                                  "question": r["question"], "answer": r["answer"]} for r, text in zip(rows, texts)]
+            res = score_task(task, {p["id"]: p["prediction"] for p in predictions[task]}, rows,
+                             options=options_for(task))
             results[task] = {"task": task, "split": ec.split, **{k: res[k] for k in ("n", "metrics", "headline")}}
     return predictions, {"split": ec.split, **decascore(results), "results": results}
 
@@ -134,7 +139,7 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     return {**scored, "files": [str(p) for p in files], "skipped": skipped}
 
 
-def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Sequence[tuple[str, str]]],
+def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Sequence[Record]],
                   checkpoint: Path, extra: Mapping[str, Any], skipped: Mapping[str, str],
                   run_info: Mapping[str, Any]) -> list[Path]:
     """Predictions, metrics, report, chart and plots at the `evaluate` section's paths; returns them."""
@@ -144,7 +149,8 @@ def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Seque
                skipped=dict(skipped))
     metrics = write_json(ec.metrics_path, doc)
     report = write_text(Path(ec.report_dir) / "report.md",
-                        report_header(checkpoint, extra, ec.split, skipped, ec.max_examples) + markdown(scored))
+                        report_header(checkpoint, extra, ec.split, skipped, ec.max_examples) + markdown(scored)
+                        + examples_markdown(predictions))
     chart = bar_chart(scored, Path(ec.report_dir) / "headline.png")
     with tempfile.TemporaryDirectory() as tmp:
         plots = write_plots(scored, ec.plots_dir, training_curves(run_info, tmp))
@@ -164,15 +170,32 @@ def training_curves(run_info: Mapping[str, Any], out_dir: str) -> dict[str, Path
         return {}
 
 
-def write_predictions_dir(target: str | Path, predictions: Mapping[str, Sequence[tuple[str, str]]]) -> Path:
-    """<task>.jsonl files ({"id", "prediction"} per line) in a fresh directory swapped in for `target`."""
+def write_predictions_dir(target: str | Path, predictions: Mapping[str, Sequence[Record]]) -> Path:
+    """<task>.jsonl files (id, prediction, then context, question and gold answer side by side) in a fresh
+    directory swapped in for `target`; `deca score` reads the id and the prediction."""
     def fill(tmp: Path) -> None:
-        for task, pairs in predictions.items():
+        for task, records in predictions.items():
             with open(tmp / f"{task}.jsonl", "w", encoding="utf-8") as f:
-                for pid, text in pairs:
-                    f.write(json.dumps({"id": pid, "prediction": text}, ensure_ascii=False) + "\n")
+                for record in records:
+                    f.write(json.dumps(dict(record), ensure_ascii=False) + "\n")
 
     return replace_dir(target, fill)
+
+
+def examples_markdown(predictions: Mapping[str, Sequence[Record]], n: int = EXAMPLES_IN_REPORT) -> str:
+    """A few examples per task for report.md: question, context (shortened), prediction and gold."""
+    def short(text: str, limit: int = 300) -> str:
+        return text if len(text) <= limit else text[:limit] + " …"
+
+    lines = ["", "# Examples", ""]
+    for task, records in predictions.items():
+        lines += [f"## {task}", ""]
+        for r in records[:n]:
+            mark = "✓" if r["prediction"] == r["answer"] else "✗"
+            lines += [f"- **question:** {r['question']}", f"  - context: {short(r['context'])}",
+                      f"  - prediction: **{r['prediction']}** {mark} (gold: {r['answer']})"]
+        lines.append("")
+    return "\n".join(lines)
 
 
 def report_header(checkpoint: Path, extra: Mapping[str, Any], split: str, skipped: Mapping[str, str],

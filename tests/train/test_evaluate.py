@@ -70,6 +70,9 @@ def test_writes_predictions_metrics_report_and_plots(setup):
         preds = read_jsonl(Path(ev.predictions_dir) / f"{task}.jsonl")
         assert [p["id"] for p in preds] == [g["id"] for g in gold]  # split order, every example once
         assert all(isinstance(p["prediction"], str) and p["prediction"] == p["prediction"].lower() for p in preds)
+        # context, question and gold side by side with the prediction
+        assert [(p["context"], p["question"], p["answer"]) for p in preds] == \
+            [(g["context"], g["question"], g["answer"]) for g in gold]
     metrics = json.loads(Path(ev.metrics_path).read_text())
     assert metrics["split"] == "validation" and metrics["iteration"] == 7 and metrics["partial"] is True
     assert set(metrics["tasks"]) == set(TASKS)
@@ -77,6 +80,9 @@ def test_writes_predictions_metrics_report_and_plots(setup):
     assert metrics["decascore"] == pytest.approx(scored["decascore"])
     report = (Path(ev.report_dir) / "report.md").read_text()
     assert report.startswith("# Evaluation") and "run1/best/model.pt" in report and "decaScore" in report
+    examples = report.split("# Examples")[1]
+    shown = sum(min(3, t["n"]) for t in metrics["tasks"].values())  # up to three per task
+    assert "## sst" in examples and examples.count("- **question:**") == shown
     assert (Path(ev.plots_dir) / "per_task.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     csv = (Path(ev.plots_dir) / "per_task.csv").read_text().splitlines()
     assert csv[0] == "task,metric,score" and {line.split(",")[0] for line in csv[1:]} == set(TASKS)
