@@ -55,7 +55,10 @@ def _registering_modules() -> dict[str, str]:
     original = registry.register
 
     def recording(task):
-        caller = sys._getframe(1).f_globals.get("__name__", "?")  # noqa: SLF001
+        frame = sys._getframe(1)  # noqa: SLF001
+        while frame.f_back and frame.f_globals.get("__name__", "").rpartition(".")[2].startswith("_"):
+            frame = frame.f_back  # a helper module (deca/tasks/_renamed.py): the task module that called it
+        caller = frame.f_globals.get("__name__", "?")
         where[task.name] = caller
         return original(task)
 

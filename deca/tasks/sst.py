@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 from deca.errors import DataError
 from deca.registry import Dropped, Example, Source, Task, register
 from deca.tasks._lines import iter_lines
+from deca.tasks._renamed import register_renamed
 
 URL = "https://raw.githubusercontent.com/openai/generating-reviews-discovering-sentiment/master/data/{}_binary_sent.csv"
 QUESTION = "Is this review negative or positive?"
@@ -60,7 +61,7 @@ def read(split: str, files: Sequence[Path], options) -> Iterator[Example | Dropp
         raise DataError(path, f"malformed CSV: {exc}", line=rows.line_num) from None
 
 
-register(Task(
+TASK = register(Task(
     name="sst",
     description="Stanford Sentiment Treebank, binary (sentiment analysis)",
     metric="em",
@@ -69,3 +70,4 @@ register(Task(
     read=read,
     paper_counts={"train": 6920, "validation": 872, "test": 1821},
 ))
+register_renamed(TASK)  # sst.happy_angry, sst.supportive_unsupportive (zero-shot, Section 4.3)

@@ -15,6 +15,7 @@ from typing import Iterator, Sequence
 from deca.errors import DataError
 from deca.registry import Example, Source, Task, register
 from deca.tasks._lines import iter_lines
+from deca.tasks._renamed import register_renamed
 from deca.tasks.sst import LABELS, QUESTION
 
 URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/00331/sentiment%20labelled%20sentences.zip"
@@ -40,8 +41,9 @@ def read(task: str, split: str, files: Sequence[Path], options) -> Iterator[Exam
         yield Example(id=f"{task}-{number}", context=sentence, question=QUESTION, answer=LABELS[label.strip()])
 
 
+TASKS: dict[str, Task] = {}
 for _name, _file in FILES.items():
-    register(Task(
+    TASKS[_name] = register(Task(
         name=_name,
         description=f"{DESCRIPTIONS[_name]}, UCI sentiment labelled sentences (zero-shot sentiment)",
         metric="em",
@@ -51,3 +53,4 @@ for _name, _file in FILES.items():
         eval_only=True,
         group="sentiment",
     ))
+    register_renamed(TASKS[_name])  # <name>.happy_angry, <name>.supportive_unsupportive
