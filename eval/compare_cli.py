@@ -14,8 +14,9 @@ Two strategies on the miniature corpora, then the table:
   dvc exp run -n anti-squad -S train.strategy=anti_curriculum_squad
   deca compare --dvc --out eval/report/strategies
 
-MLflow rows use `deca evaluate`'s <split>/<task>/<metric> metrics, else the last validation during
-training (val/<task>/headline). --out PREFIX writes PREFIX.md, PREFIX.png and PREFIX.json.
+MLflow rows read <split>/<task>/<metric>: the values `deca evaluate` logged at the iteration it scored
+(tag evaluated.<split>), else the latest validation round of training. --out PREFIX writes PREFIX.md,
+PREFIX.png and PREFIX.json.
 """
 from __future__ import annotations
 
