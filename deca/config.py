@@ -135,6 +135,8 @@ class TrainConfig:
     checkpoints_to_keep: int = 2
     seed: int = 123
     max_failures: int = 1
+    init_from: str | None = None  # transfer: a checkpoint file or run directory whose weights training starts from
+    freeze_pretrained: bool = False  # with init_from: train only the layers that were replaced (the new softmax)
     storage_dir: str = "checkpoints"
     experiment: str = "decanlp"
 

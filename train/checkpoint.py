@@ -173,3 +173,33 @@ def load_training_state(directory: str | Path, rank: int, map_location="cpu") ->
         raise DataError(directory, f"no state for worker {rank}: the checkpoint was written by {n} workers",
                         fix=f"resume with train.num_workers={n}")
     return state, torch.load(mine, map_location="cpu", weights_only=False)
+
+
+VOCAB_DEPENDENT = ("embed.weight", "out.weight", "out.bias")  # a row per generative-vocabulary token
+
+
+def init_weights(model: MQAN, source: str | Path) -> list[str]:
+    """Start `model` from a trained model's weights (`train.init_from`: a checkpoint file or run directory).
+
+    Every weight is copied, except that with another generative vocabulary the layers indexed by it (the
+    output layer W_v and the trained generative embeddings) keep their fresh initialization: the paper's
+    "new softmax" for transfer. Returns the names of the weights not copied. A checkpoint of another
+    model configuration or other pre-trained vectors is refused.
+    """
+    path = Path(source)
+    path = path / BEST if path.is_dir() else path
+    payload = read_checkpoint(path)
+    check_vectors(path, payload["vectors"], vector_sources(model))
+    V = model.generative_size
+    tokens = payload.get("vocab_tokens")
+    same_vocab = (tokens[:V] == model.vocab.itos[:V] and payload["generative_size"] == V if tokens
+                  else payload["vocab_fingerprint"] == model.vocab.fingerprint)
+    own, loaded = model.state_dict(), payload["state_dict"]
+    replaced = [] if same_vocab else [k for k in VOCAB_DEPENDENT if k in own]
+    for name, value in own.items():
+        if name not in replaced and (name not in loaded or loaded[name].shape != value.shape):
+            got = tuple(loaded[name].shape) if name in loaded else "nothing"
+            raise DataError(path, f"cannot start from this model: {name} is {tuple(value.shape)} here, {got} there",
+                            fix="use the model.* settings the checkpoint was trained with")
+    model.load_state_dict({k: own[k] if k in replaced else loaded[k] for k in own})
+    return replaced

@@ -32,9 +32,10 @@ import numpy as np
 import torch
 
 from deca.config import Params
+from deca.errors import ConfigError
 from deca.metric_logging import MemoryLogger, MetricLogger
 from train.batch import collate
-from train.checkpoint import check_vectors, load_training_state, save_best, save_training_state
+from train.checkpoint import check_vectors, init_weights, load_training_state, save_best, save_training_state
 from train.data import MultiTaskData
 from train.distributed import Distributed, rng_state, set_rng_state, unwrap
 from train.model import build_model, vector_sources
@@ -119,7 +120,7 @@ class TrainingRecipe:
         p, tc, rank = self.params, self.params.train, self.dist.rank
         self.vocab = Vocab.load(p.data.vocab_path, p.model.max_generative_vocab)
         torch.manual_seed(tc.seed)  # identical initial weights on every worker and for any worker count
-        self.model = wrap(build_model(p.model, self.vocab).to(self.device))
+        self.model = wrap(self._initial_model().to(self.device))
         self.core = unwrap(self.model)
         self.optimizer = build_optimizer(self.core.parameters(), tc)
         self.scheduler = build_scheduler(self.optimizer, tc)
@@ -143,6 +144,26 @@ class TrainingRecipe:
             self.logger.set_tag("schedule", self.schedule.describe())
             self.logger.set_tag("workers", self.dist.world)
         return self
+
+    def _initial_model(self) -> torch.nn.Module:
+        """A fresh model, or with `train.init_from` a trained one (transfer; see checkpoint.init_weights)."""
+        tc = self.params.train
+        model = build_model(self.params.model, self.vocab)
+        if not tc.init_from:
+            if tc.freeze_pretrained:
+                raise ConfigError("train.freeze_pretrained needs train.init_from (a model to freeze)")
+            return model
+        replaced = init_weights(model, tc.init_from)
+        if tc.freeze_pretrained:
+            if not replaced:
+                raise ConfigError("train.freeze_pretrained: nothing would be trained (the vocabulary is the "
+                                  "checkpoint's, so no layer was replaced)")
+            for name, weight in model.named_parameters():
+                weight.requires_grad_(name in replaced)
+        if self.logger:
+            self.logger.set_tag("init_from", tc.init_from)
+            self.logger.set_tag("init_replaced", ",".join(replaced) or "none")
+        return model
 
     # ---------------------------------------------------------------------------------------- one step
 

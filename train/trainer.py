@@ -61,7 +61,8 @@ def resolve_paths(params: Params, project: Path) -> Params:
 
     data = dataclasses.replace(params.data, processed_dir=absolute(params.data.processed_dir),
                                vocab_path=absolute(params.data.vocab_path))
-    train = dataclasses.replace(params.train, storage_dir=absolute(params.train.storage_dir))
+    train = dataclasses.replace(params.train, storage_dir=absolute(params.train.storage_dir),
+                                init_from=absolute(params.train.init_from))
     return dataclasses.replace(params, data=data, train=train)
 
 
@@ -81,6 +82,10 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
                                 fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
                                     "why rows were dropped), or remove it from train.tasks")
     check_values(params, {})
+    init = params.train.init_from
+    if init and not (Path(init).is_file() or (Path(init) / "best" / "model.pt").is_file()):
+        raise DataError(init, "train.init_from: no checkpoint there", fix="give a model.pt file or a run directory "
+                                                                        "with best/model.pt")
     from train.vectors import open_source
 
     for source in (params.model.word_vectors, params.model.char_vectors):
