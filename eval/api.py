@@ -112,13 +112,11 @@ def decascore(per_task: Mapping[str, Mapping[str, Any]]) -> dict:
 def metric_values(split: str, per_task: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
     """The metrics of a scored split under their names in deca.metric_logging's one namespace:
     ``<split>/<task>/<metric>``, ``<split>/<task>/headline`` and ``<split>/decascore`` (finite numbers only)."""
-    import math
+    from deca.metric_logging import finite
 
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     for task, result in per_task.items():
-        for name, value in result["metrics"].items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                out[f"{split}/{task}/{name}"] = float(value)
-        out[f"{split}/{task}/headline"] = float(result["headline"]["value"])
-    out[f"{split}/decascore"] = float(decascore(per_task)["decascore"])
-    return out
+        out.update({f"{split}/{task}/{name}": value for name, value in result["metrics"].items()})
+        out[f"{split}/{task}/headline"] = result["headline"]["value"]
+    out[f"{split}/decascore"] = decascore(per_task)["decascore"]
+    return finite(out)

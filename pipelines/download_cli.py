@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from deca.config import add_params_arguments, params_from_args
 from deca.errors import DownloadError

@@ -26,7 +26,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from pipelines import beam_options  # noqa: F401  (first: quiets Beam's import-time warning)
 

@@ -149,6 +149,12 @@ def check_vectors(path: str | Path, recorded: dict, actual: dict) -> None:
                                 + (f" ({want['name']})" if want else " (null)"))
 
 
+def model_file(source: str | Path) -> Path:
+    """The model file of `source`: a checkpoint file, or a run directory's best/model.pt."""
+    path = Path(source)
+    return path / BEST if path.is_dir() else path
+
+
 def save_best(run_dir: str | Path, model: MQAN, extra: dict[str, Any]) -> Path:
     """Write the best model of a run to <run_dir>/best/model.pt (what `deca evaluate` loads)."""
     return save_checkpoint(Path(run_dir) / BEST, model, extra)
@@ -186,8 +192,7 @@ def init_weights(model: MQAN, source: str | Path) -> list[str]:
     "new softmax" for transfer. Returns the names of the weights not copied. A checkpoint of another
     model configuration or other pre-trained vectors is refused.
     """
-    path = Path(source)
-    path = path / BEST if path.is_dir() else path
+    path = model_file(source)
     payload = read_checkpoint(path)
     check_vectors(path, payload["vectors"], vector_sources(model))
     V = model.generative_size

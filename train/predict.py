@@ -67,6 +67,8 @@ def read_requests(stream: Iterable[str], name: str) -> list[dict]:
             raise DataError(name, f"id {rid!r} given twice", line=lineno, fix="give every request its own id")
         seen.add(rid)
         rows.append(request_row(record["context"], record["question"], rid))
+    if not rows:
+        raise DataError(name, "no requests in it", fix=FIX)
     return rows
 
 

@@ -24,9 +24,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Mapping
 

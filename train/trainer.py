@@ -83,9 +83,12 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
                                     "why rows were dropped), or remove it from train.tasks")
     check_values(params, {})
     init = params.train.init_from
-    if init and not (Path(init).is_file() or (Path(init) / "best" / "model.pt").is_file()):
-        raise DataError(init, "train.init_from: no checkpoint there", fix="give a model.pt file or a run directory "
-                                                                        "with best/model.pt")
+    if init:
+        from train.checkpoint import model_file
+
+        if not model_file(init).is_file():
+            raise DataError(init, "train.init_from: no checkpoint there", fix="give a model.pt file or a run "
+                                                                            "directory with best/model.pt")
     from train.vectors import open_source
 
     for source in (params.model.word_vectors, params.model.char_vectors):

@@ -56,6 +56,9 @@ def test_bad_requests_are_refused_naming_the_line(params_file, tmp_path, capsys)
     bad.write_text('{"context": "a", "question": "b", "id": 1}\n{"context": "c", "question": "d", "id": "1"}\n')
     assert main(["predict", "--params", path, "--input", str(bad)]) == 1
     assert "id '1' given twice" in capsys.readouterr().err
+    bad.write_text("\n")
+    assert main(["predict", "--params", path, "--input", str(bad)]) == 1
+    assert "no requests in it" in capsys.readouterr().err
     assert main(["predict", "--params", path, "--input", str(tmp_path / "missing.jsonl")]) == 1
     assert "requests file not found" in capsys.readouterr().err
     assert main(["predict", "--params", path, "--context", "a"]) == 1
