@@ -158,12 +158,32 @@ class EvaluateConfig:
 
 
 @dataclass
+class CustomTaskConfig:
+    """A task declared in params.yaml instead of a module: JSON-lines files, one example per line
+    (deca/custom_tasks.py reads them). The task's name is its key under ``custom_tasks``."""
+
+    files: dict[str, str] = field(default_factory=dict)  # split (train/validation/test) -> JSONL path
+    metric: str = "em"  # headline metric: one needing only the answers (em, nf1, bleu, rouge2, corpus_f1, ...)
+    description: str = ""
+    fields: dict[str, str] = field(default_factory=dict)  # context/question/answer/id -> the record's key
+    question: str | None = None  # the question of records that have none (e.g. "Translate from German to English")
+
+
+@dataclass
 class Params:
     data: DataConfig = field(default_factory=DataConfig)
     prepare: PrepareConfig = field(default_factory=PrepareConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
+    custom_tasks: dict[str, CustomTaskConfig] = field(default_factory=dict)  # name -> its JSONL task
+
+    def __post_init__(self) -> None:
+        # Params declare their custom tasks: every process that builds them (a DVC stage, a Ray worker
+        # rebuilding them from a dict) resolves the same task names.
+        from deca.custom_tasks import declare
+
+        declare(self.custom_tasks)
 
 
 def from_dict(cls: type, data: Mapping[str, Any] | None, where: str = "params") -> Any:

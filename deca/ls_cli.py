@@ -1,9 +1,10 @@
-"""`deca ls`: every registered task with its splits, metric and sources."""
+"""`deca ls`: every registered task with its splits, metric and sources (the custom tasks of params.yaml too)."""
 from __future__ import annotations
 
 import argparse
 import json
 
+from deca.config import add_params_arguments, params_from_args
 from deca.registry import all_tasks, resolve_tasks
 
 
@@ -11,6 +12,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("tasks", nargs="*", default=["all"], help="task names or globs (default: all)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--sources", action="store_true", help="also list every source file with its URL")
+    add_params_arguments(parser)  # its custom_tasks are listed with the registered ones
 
 
 def describe(names: list[str]) -> list[dict]:
@@ -31,6 +33,7 @@ def describe(names: list[str]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
+    params_from_args(args)
     rows = describe(resolve_tasks(args.tasks))
     if args.json:
         print(json.dumps(rows, indent=2))

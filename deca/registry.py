@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from deca.errors import UnknownName
+from deca.errors import ConfigError, UnknownName
 
 SPLITS = ("train", "validation", "test")
 
@@ -122,6 +122,18 @@ def register(task: Task) -> Task:
         raise ValueError(f"task {task.name!r}: unknown split(s) {sorted(unknown)}; use {SPLITS}")
     _REGISTRY[task.name] = task
     return task
+
+
+def set_custom_tasks(tasks: Sequence[Task]) -> None:
+    """Make `tasks` the custom tasks (params.yaml's ``custom_tasks``, deca/custom_tasks.py): those declared
+    before are removed; a name of a module's task is refused."""
+    _load_all()
+    for name in [n for n, t in _REGISTRY.items() if t.group == "custom"]:
+        del _REGISTRY[name]
+    for task in tasks:
+        if task.name in _REGISTRY:
+            raise ConfigError(f"custom_tasks.{task.name}: a registered task has that name; choose another")
+        register(task)
 
 
 def _load_all() -> None:

@@ -43,6 +43,18 @@ def headline_metric(task_name: str) -> str:
     return get_task(task_name).metric
 
 
+def check_metrics(tasks: Sequence[str]) -> None:
+    """Fail early (a ConfigError naming the task) when a task's headline metric is not registered, e.g. a
+    custom task's ``metric`` in params.yaml."""
+    from deca.errors import ConfigError
+
+    for task in tasks:
+        try:
+            get_metric(headline_metric(task))
+        except KeyError as exc:
+            raise ConfigError(f"task {task!r}: {exc}") from None
+
+
 def score_task(task_name: str, predictions: Mapping[str, str], gold_rows: Sequence[Mapping[str, Any]],
                *, headline: str | None = None, options: ScoreOptions | None = None) -> dict:
     """Score one task. `headline` overrides the registry's `Task.metric` (for tasks not registered).
@@ -111,12 +123,16 @@ def decascore(per_task: Mapping[str, Mapping[str, Any]]) -> dict:
 
 def metric_values(split: str, per_task: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
     """The metrics of a scored split under their names in deca.metric_logging's one namespace:
-    ``<split>/<task>/<metric>``, ``<split>/<task>/headline`` and ``<split>/decascore`` (finite numbers only)."""
+    ``<split>/<task>/<metric>``, ``<split>/<task>/headline`` and ``<split>/decascore`` (finite numbers only),
+    and ``<split>/<task>/source/...`` for a result that carries Figure 3 (eval.sources; not in the decaScore)."""
     from deca.metric_logging import finite
+    from eval.sources import metric_items
 
     out: dict[str, Any] = {}
     for task, result in per_task.items():
         out.update({f"{split}/{task}/{name}": value for name, value in result["metrics"].items()})
         out[f"{split}/{task}/headline"] = result["headline"]["value"]
+        if result.get("sources"):
+            out.update({f"{split}/{task}/{name}": value for name, value in metric_items(result["sources"]).items()})
     out[f"{split}/decascore"] = decascore(per_task)["decascore"]
     return finite(out)

@@ -123,7 +123,9 @@ def check_raw_files(job: PrepareJob) -> None:
     first = missing[0][1]
     more = f" (and {len(missing) - 1} more: {', '.join(str(p) for _, p in missing[1:4])}{', ...' if len(missing) > 4 else ''})" \
         if len(missing) > 1 else ""
-    if job.from_mirror:
+    if get_task(missing[0][0]).group == "custom":
+        fix = f"create it, or change custom_tasks.{missing[0][0]} in params.yaml (deca/custom_tasks.py)"
+    elif job.from_mirror:
         fix = (f"the mirror {job.raw_root} lacks this file; pass another --mirror, or run "
                f"`deca download --tasks {' '.join(names)}` and prepare from --raw-dir")
     else:

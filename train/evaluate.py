@@ -2,10 +2,12 @@
 
 `evaluate(params, run=..., checkpoint=...)` is the work behind `deca evaluate` (train/evaluate_cli.py):
 the checkpoint (a run's best/model.pt, or any file), the tasks with the split, greedy answers, scores
-(eval.api), then the files (written atomically; the predictions directory is swapped in as a whole, so a
-failed run leaves the previous results as they were) and, for a run, its MLflow run: metrics under
-``<split>/<task>/<metric>`` at the checkpoint's iteration (deca.metric_logging) and the tag
-``evaluated.<split>`` naming that iteration (so `deca compare` prefers these values).
+(eval.api), which source answers each token (the paper's Figure 3: eval.sources, from the switch weights
+that greedy decoding returns), then the files (written atomically; the predictions directory is swapped
+in as a whole, so a failed run leaves the previous results as they were) and, for a run, its MLflow run:
+metrics under ``<split>/<task>/<metric>`` and ``<split>/<task>/source/...`` at the checkpoint's iteration
+(deca.metric_logging) and the tag ``evaluated.<split>`` naming that iteration (so `deca compare` prefers
+these values).
 """
 from __future__ import annotations
 
@@ -23,10 +25,11 @@ from deca.io import replace_dir, write_json, write_text
 from deca.metric_logging import MetricLogger, MLflowLogger
 from deca.registry import get_task, resolve_tasks
 from deca.schema import read_split
-from eval.api import decascore, score_task
-from eval.report import bar_chart, markdown, write_plots
+from eval.api import check_metrics, decascore, score_task
+from eval.report import bar_chart, figure3_chart, markdown, write_plots
 from eval.score import log_scores, metrics_document, task_options
-from train.predict import answer_rows
+from eval.sources import summarize
+from train.predict import Answer, answer_rows
 from train.checkpoint import BEST, load_model
 from train.resume import RUN_FILE, latest_run, read_run_file
 
@@ -78,9 +81,10 @@ def read_rows(processed_dir: str, task: str, split: str, max_examples: int | Non
 
 
 def decode(model, vocab, rows: Sequence[dict], batch_size: int, max_len: int | None, device,
-           bar=None) -> list[str]:
-    """Greedy answers for `rows`, in their order (train.predict.answer_rows, as `deca predict` decodes)."""
-    return [a.text for a in answer_rows(model, vocab, rows, batch_size, max_len, device, bar)]
+           bar=None) -> list[Answer]:
+    """Greedy answers for `rows`, in their order, each with its tokens' source weights
+    (train.predict.answer_rows, as `deca predict` decodes; the weights cost no extra computation)."""
+    return answer_rows(model, vocab, rows, batch_size, max_len, device, bar, weights=True)
 
 
 def check_config(ec) -> None:
@@ -106,12 +110,13 @@ def predict_and_score(params, model, vocab, tasks: Sequence[str], device, skippe
     with tqdm(total=sum(map(len, data.values())), desc="decode", unit="ex", disable=not progress) as bar:
         for task, rows in data.items():
             bar.set_postfix_str(task)
-            texts = decode(model, vocab, rows, ec.batch_size, ec.max_answer_length, device, bar)
-            predictions[task] = [{"id": str(r["id"]), "prediction": text, "context": r["context"],
-                                  "question": r["question"], "answer": r["answer"]} for r, text in zip(rows, texts)]
+            answers = decode(model, vocab, rows, ec.batch_size, ec.max_answer_length, device, bar)
+            predictions[task] = [{"id": str(r["id"]), "prediction": a.text, "context": r["context"],
+                                  "question": r["question"], "answer": r["answer"]} for r, a in zip(rows, answers)]
             res = score_task(task, {p["id"]: p["prediction"] for p in predictions[task]}, rows,
                              options=options_for(task))
-            results[task] = {"task": task, "split": ec.split, **{k: res[k] for k in ("n", "metrics", "headline")}}
+            results[task] = {"task": task, "split": ec.split, **{k: res[k] for k in ("n", "metrics", "headline")},
+                             "sources": summarize([a.weights for a in answers])}
     return predictions, {"split": ec.split, **decascore(results), "results": results}
 
 
@@ -125,6 +130,7 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     tasks, skipped = select_tasks(ec.tasks, ec.split)
     if not tasks:
         raise ConfigError(f"none of the tasks {ec.tasks} has a {ec.split} split")
+    check_metrics(tasks)
     device = pick_device(ec.device)
     model, vocab, extra = load_model(path, params.data.vocab_path, device)
     log.info("evaluating %s on %s (%s) of %d task(s)", path, ec.split, device, len(tasks))
@@ -133,7 +139,7 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     if mlflow and run_info.get("mlflow_run_id"):
         try:
             logger = MLflowLogger(run_info["tracking_uri"], run_info["mlflow_run_id"])
-            log_to_run(logger, scored, files[1:4], int(extra.get("iteration") or 0))
+            log_to_run(logger, scored, files[1:5], int(extra.get("iteration") or 0))
         except Exception as exc:  # results are on disk; say why MLflow did not get them
             log.warning("could not log to MLflow run %s (%s: %s)", run_info["mlflow_run_id"], type(exc).__name__, exc)
     return {**scored, "files": [str(p) for p in files], "skipped": skipped}
@@ -142,7 +148,8 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
 def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Sequence[Record]],
                   checkpoint: Path, extra: Mapping[str, Any], skipped: Mapping[str, str],
                   run_info: Mapping[str, Any]) -> list[Path]:
-    """Predictions, metrics, report, chart and plots at the `evaluate` section's paths; returns them."""
+    """Predictions, metrics, report, charts (headline.png, figure3.png) and plots at the `evaluate` section's
+    paths; returns them in that order."""
     directory = write_predictions_dir(ec.predictions_dir, predictions)
     doc = metrics_document(scored)
     doc.update(checkpoint=str(checkpoint), iteration=extra.get("iteration"), max_examples=ec.max_examples,
@@ -152,9 +159,10 @@ def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Seque
                         report_header(checkpoint, extra, ec.split, skipped, ec.max_examples) + markdown(scored)
                         + examples_markdown(predictions))
     chart = bar_chart(scored, Path(ec.report_dir) / "headline.png")
+    figure3 = figure3_chart(scored, Path(ec.report_dir) / "figure3.png")
     with tempfile.TemporaryDirectory() as tmp:
         plots = write_plots(scored, ec.plots_dir, training_curves(run_info, tmp))
-    return [directory, metrics, report, chart, *plots]
+    return [directory, metrics, report, chart, figure3, *plots]
 
 
 def training_curves(run_info: Mapping[str, Any], out_dir: str) -> dict[str, Path]:

@@ -28,6 +28,7 @@ from deca.errors import ConfigError, DataError, DecaError, interrupted
 from deca.io import write_json
 from deca.registry import resolve_tasks
 from deca.schema import split_dir
+from eval.api import check_metrics
 from train.progress import ProgressBar
 from train.resume import RUN_FILE, auto_resume, latest_run, params_for_resume, read_run_file
 
@@ -82,6 +83,7 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
                                 fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
                                     "why rows were dropped), or remove it from train.tasks")
     check_values(params, {})
+    check_metrics(tasks)
     init = params.train.init_from
     if init:
         from train.checkpoint import model_file

@@ -102,7 +102,7 @@ def test_metrics_and_plots(index, params):
     ev = index["evaluate"]
     assert [m.def_path for m in ev.metrics] == [params["evaluate"]["metrics_path"]]
     plots = {Path(o.def_path).name for o in ev.outs if o.plot}
-    assert plots == {"per_task.png", "loss.png", "validation.png"}  # images: `dvc plots show` works offline
+    assert plots == {"per_task.png", "figure3.png", "loss.png", "validation.png"}  # images: `dvc plots show` works offline
     assert all(not o.use_cache for o in ev.metrics)
 
 
@@ -131,3 +131,36 @@ def test_check_fails_when_a_stage_lists_stale_code(tmp_path):
     assert stages.main(["--check", *args]) == 1
     assert stages.main(["--write", *args]) == 0
     assert (tmp_path / "dvc.yaml").read_text(encoding="utf-8") == text
+
+
+def test_a_custom_task_gets_its_own_prepare_stage(tmp_path):
+    """A task declared under custom_tasks in params.yaml: `--write` adds prepare_<name> on its files and params."""
+    from dvc.repo import Repo
+
+    from deca.config import Params
+
+    custom = {"minqa": {"metric": "nf1", "fields": {"context": "passage"},
+                        "files": {"train": "tests/fixtures/custom/qa.train.jsonl",
+                                  "validation": "tests/fixtures/custom/qa.validation.jsonl"}}}
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**raw, "custom_tasks": custom}), encoding="utf-8")
+    shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
+    args = ["--dvc-yaml", str(tmp_path / "dvc.yaml"), "--params", str(tmp_path / "params.yaml")]
+    try:
+        assert stages.main(["--check", *args]) == 1
+        assert stages.main(["--write", *args]) == 0
+        assert stages.main(["--check", *args]) == 0
+    finally:
+        Params()  # the default params: no custom task stays registered
+    Repo.init(str(tmp_path), no_scm=True)
+    with Repo(str(tmp_path)) as repo:
+        index = {s.name: s for s in repo.index.stages}
+    stage = index["prepare_minqa"]
+    assert stage.cmd == "deca prepare --tasks minqa --out data/processed"
+    deps = [d.def_path for d in stage.deps]
+    assert deps[:2] == list(custom["minqa"]["files"].values())
+    assert "deca/custom_tasks.py" in deps
+    assert [o.def_path for o in stage.outs] == ["data/processed/minqa"]
+    params = {k for d in stage.deps if hasattr(d, "params") for k in (d.params or [])}
+    assert "custom_tasks.minqa" in params and "prepare.task_options.minqa" not in params
+    assert "custom_tasks" in {k for d in index["evaluate"].deps if hasattr(d, "params") for k in (d.params or [])}
