@@ -187,10 +187,12 @@ VOCAB_DEPENDENT = ("embed.weight", "out.weight", "out.bias")  # a row per genera
 def init_weights(model: MQAN, source: str | Path) -> list[str]:
     """Start `model` from a trained model's weights (`train.init_from`: a checkpoint file or run directory).
 
-    Every weight is copied, except that with another generative vocabulary the layers indexed by it (the
-    output layer W_v and the trained generative embeddings) keep their fresh initialization: the paper's
-    "new softmax" for transfer. Returns the names of the weights not copied. A checkpoint of another
-    model configuration or other pre-trained vectors is refused.
+    Every weight is copied, except that with another generative vocabulary the output layer W_v keeps its
+    fresh initialization (the paper's "new softmax" for transfer), and so do the rows of the trained
+    generative embeddings of tokens the checkpoint's vocabulary lacks (a token of both keeps its trained
+    row; a format-2 checkpoint, which does not carry its tokens, gets fresh embeddings). Returns the names
+    of the weights not (or not wholly) copied. A checkpoint of another model configuration or other
+    pre-trained vectors is refused.
     """
     path = model_file(source)
     payload = read_checkpoint(path)
@@ -206,5 +208,20 @@ def init_weights(model: MQAN, source: str | Path) -> list[str]:
             got = tuple(loaded[name].shape) if name in loaded else "nothing"
             raise DataError(path, f"cannot start from this model: {name} is {tuple(value.shape)} here, {got} there",
                             fix="use the model.* settings the checkpoint was trained with")
-    model.load_state_dict({k: own[k] if k in replaced else loaded[k] for k in own})
+    state = {k: own[k] if k in replaced else loaded[k] for k in own}
+    if tokens and "embed.weight" in replaced:
+        state["embed.weight"] = _rows_by_token(own["embed.weight"], loaded["embed.weight"], model.vocab.itos[:V],
+                                               tokens[:payload["generative_size"]])
+    model.load_state_dict(state)
     return replaced
+
+
+def _rows_by_token(fresh: torch.Tensor, trained: torch.Tensor, new_tokens: list[str], old_tokens: list[str]):
+    """`fresh` with the row of every token found in `old_tokens` taken from `trained`."""
+    where = {tok: i for i, tok in enumerate(old_tokens[: trained.shape[0]])}
+    pairs = [(i, where[tok]) for i, tok in enumerate(new_tokens[: fresh.shape[0]]) if tok in where]
+    out = fresh.clone()
+    if pairs:
+        new_idx, old_idx = map(torch.tensor, zip(*pairs))
+        out[new_idx] = trained[old_idx].to(out.dtype)
+    return out

@@ -77,3 +77,12 @@ def test_weights_of_another_architecture_are_refused(tmp_path):
     torch.save(payload, tmp_path / "edited.pt")
     with pytest.raises(DataError, match="do not fit"):
         load_checkpoint(tmp_path / "edited.pt", VOCAB)
+
+
+def test_rows_by_token_keeps_the_trained_row_of_every_shared_token():
+    from train.checkpoint import _rows_by_token
+
+    fresh, trained = torch.zeros(4, 2), torch.arange(6.0).reshape(3, 2)
+    out = _rows_by_token(fresh, trained, ["<pad>", "b", "new", "a"], ["<pad>", "a", "b"])
+    assert out.tolist() == [[0, 1], [4, 5], [0, 0], [2, 3]]
+    assert fresh.abs().sum() == 0  # the fresh tensor itself is left alone

@@ -60,6 +60,8 @@ def test_a_new_vocabulary_gets_a_new_softmax_and_keeps_the_rest(params, trained)
         if name not in replaced:
             assert torch.equal(value, source.state_dict()[name]), name
     assert recipe.core.out.weight.shape[0] == 150
+    # the trained embeddings of the tokens both vocabularies have are kept (here: the first 150)
+    assert torch.equal(before["embed.weight"], source.state_dict()["embed.weight"][:150])
     recipe.train_step()  # only the replaced layers are trained
     after = recipe.core.state_dict()
     assert all(torch.equal(after[k], before[k]) == (k not in replaced) for k in before)
