@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train.train_cli", "multitask MQAN training on Ray Train, tracked in MLflow"),
     "evaluate": ("train.evaluate_cli", "decode a checkpoint on a split, write predictions, score and report"),
     "predict": ("train.predict_cli", "ask a trained model your own questions (JSON lines in and out)"),
+    "serve": ("train.serve_cli", "serve a trained model over HTTP: JSON API and a demo page (uvicorn or Ray Serve)"),
     "score": ("eval.score_cli", "score prediction files against the processed gold; decaScore"),
     "compare": ("eval.compare_cli", "compare runs (MLflow or DVC experiments) task by task, like Table 3"),
     "validate": ("infra.validate_cli", "check params.yaml (and overlays) against the config, dvc.yaml against the code"),
