@@ -141,3 +141,29 @@ def test_the_demo_page_and_its_files_are_served(server):
     for name, kind in (("app.js", "javascript"), ("style.css", "text/css")):
         with urllib.request.urlopen(f"{url}/static/{name}", timeout=10) as response:
             assert kind in response.headers["content-type"] and response.read()
+
+
+@pytest.mark.slow
+def test_the_page_installs_with_the_package(tmp_path):
+    """A wheel built from the sources carries train/serve/static (pyproject.toml package-data)."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, src / name)
+    for package in ("deca", "pipelines", "train", "eval", "infra"):
+        shutil.copytree(root / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.json",
+                                                                                       "plots", "report", "predictions"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-w", str(tmp_path / "dist"), str(src)], check=True, timeout=300)
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    static = root / "train" / "serve" / "static"
+    assert {f"train/serve/static/{p.name}" for p in static.iterdir()} <= names
+    assert "train/serve/app.py" in names and "train/serve_cli.py" in names
