@@ -98,6 +98,18 @@ def run(params, name: str, init_from: str | None, workdir: Path):
     return fit(p, run_name=f"{name}-{time.strftime('%Y%m%d-%H%M%S')}", progress=True, project=workdir)
 
 
+def histories(outcome) -> dict[str, list[tuple[int, float]]]:
+    """(iteration, value) of the validation nF1 and the training loss, from the run's MLflow metrics."""
+    from deca.metric_logging import client
+
+    c = client(outcome.tracking_uri)
+    out = {}
+    for name, key in (("nf1", f"validation/{TASK}/nf1"), ("loss", "train/loss")):
+        points = sorted(c.get_metric_history(outcome.mlflow_run_id, key), key=lambda m: m.step)
+        out[name] = [(m.step, m.value) for m in points]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pretrained", default=None, help="run directory of the pretrained model (default: the "
@@ -127,7 +139,7 @@ def main() -> None:
             continue
         outcome = run(params, f"transfer-{name}", init, workdir)
         report["runs"][name] = {"run": outcome.run_name, "mlflow_run_id": outcome.mlflow_run_id,
-                                "curve": ex.curve(outcome, TASK)}
+                                "curve": ex.curve(outcome, TASK), **histories(outcome)}
         (workdir / "report-transfer.json").write_text(json.dumps(report, indent=1))
     print(json.dumps({k: v["curve"][-3:] for k, v in report["runs"].items()}, indent=1))
 
