@@ -121,8 +121,9 @@ def chromium() -> str:
 
 
 def assert_same_answers(got: list[dict], expected: list[dict], tol: float = 1e-5) -> None:
-    """Same ids, answers, tokens and sources; weights and probabilities equal up to `tol` (another process may
-    sum in another order, e.g. a Ray replica with one thread, and the last of the 6 rounded digits may differ)."""
+    """Same ids, answers, tokens and sources; weights and probabilities equal up to `tol`: a row batched with
+    other rows (other padding), or in another process (a Ray replica has one thread), is summed in another
+    order, and the last of the 6 rounded digits may differ."""
     assert [(a["id"], a["answer"], [(s["token"], s["source"]) for s in a["tokens"]]) for a in got] == \
         [(a["id"], a["answer"], [(s["token"], s["source"]) for s in a["tokens"]]) for a in expected]
     for a, b in zip(got, expected):
