@@ -1,12 +1,16 @@
 """The whole DVC pipeline on a copy of the repository: `dvc repro` on the default params (the offline main
 job on the bundled miniature corpora), a no-op second run, a one-task param change that reruns only that
-task's stages and what follows, and two strategies as DVC experiments compared with `deca compare`.
+task's stages and what follows, and two strategies as DVC experiments compared with `deca compare`; then
+the DVC remote (a local directory set by infra/dvc/remote.sh): `dvc push`, a git clone that pulls and reruns
+nothing (and restores an older run from the run cache), and an experiment moved by `dvc exp push/pull`.
 
 One `dvc repro` of everything takes a few minutes on two cores; the tests below share it (module fixture)
 and run in file order.
 """
 from __future__ import annotations
 
+import csv
+import hashlib
 import json
 import os
 import re
@@ -23,6 +27,8 @@ pytestmark = pytest.mark.slow
 
 BIN = ROOT / ".venv" / "bin"
 TIMEOUT = 1500
+QUICK = ["-S", "train.iterations=6", "-S", "train.val_every=6", "-S", "train.save_every=6",
+         "-S", "train.log_every=2", "-S", "evaluate.max_answer_length=8"]  # a short experiment
 
 
 def copy_worktree(dest: Path) -> None:
@@ -74,6 +80,9 @@ def repo(tmp_path_factory) -> Repo:
     copy_worktree(path)
     repo = Repo(path)
     repo.run("git", "init", "-q")
+    # the DVC remote is part of the repository from its first commit (every commit's outputs can be pushed)
+    repo.store = tmp_path_factory.mktemp("dvc-remote")
+    repo.run("bash", "infra/dvc/remote.sh", str(repo.store))
     repo.commit("a fresh clone")
     repo.first = repo.dvc("repro")  # the default params, as `make run`
     return repo
@@ -184,13 +193,57 @@ def test_one_task_param_reruns_only_that_task_and_what_follows(repo):
     assert ran_stages(repo.dvc("repro")) == []
 
 
+@pytest.fixture(scope="module")
+def clone(repo, tmp_path_factory) -> Repo:
+    """`dvc push` of every commit's outputs and the run cache to the local remote, then the repository as a
+    team shares it (a bare git repo, remote "hub") cloned into a second directory, with `dvc pull`."""
+    repo.commit("before the push")
+    repo.pushed = repo.dvc("push", "--all-commits", "--run-cache")
+    hub = tmp_path_factory.mktemp("hub") / "decanlp.git"
+    repo.run("git", "clone", "-q", "--bare", str(repo.path), str(hub))
+    repo.run("git", "remote", "add", "hub", str(hub))
+    other = Repo(tmp_path_factory.mktemp("clone") / "decanlp")
+    repo.run("git", "clone", "-q", str(hub), str(other.path))
+    other.pulled = other.dvc("pull")
+    return other
+
+
+def _commit_named(repo: Repo, message: str) -> str:
+    return repo.run("git", "log", "--format=%H", f"--grep=^{message}$").stdout.split()[0]
+
+
+def test_push_then_a_fresh_clone_pulls_and_reruns_nothing(repo, clone):
+    assert "pushed" in repo.pushed.stdout and any(p.is_file() for p in (repo.store / "files").rglob("*"))
+    assert str(repo.store) in (clone.path / ".dvc" / "config").read_text()  # the remote comes with git
+    assert "fetched" in clone.pulled.stdout
+    for rel in ("data/vocab.txt", "checkpoints/pipeline/deca_run.json", "eval/predictions/squad.jsonl",
+                "eval/report/report.md"):
+        assert (clone.path / rel).read_bytes() == (repo.path / rel).read_bytes(), rel
+    assert "up to date" in clone.dvc("status").stdout
+    assert ran_stages(clone.dvc("repro")) == []
+    # The run cache: the params of the first run (an older commit) for one task give back that run's
+    # outputs, fetched from the remote, instead of running the stages again.
+    first = _commit_named(clone, "first run")
+    old = yaml.safe_load(clone.run("git", "show", f"{first}:params.yaml").stdout)
+    clone.set_params({"prepare": {"task_options": {"squad": old["prepare"]["task_options"]["squad"]}}})
+    restored = clone.dvc("repro", "--pull", "-s", "prepare@squad", "vocab")
+    assert ran_stages(restored) == []
+    for stage in ("prepare@squad", "vocab"):
+        assert f"Stage '{stage}' is cached - skipping run" in restored.stdout, restored.stdout[-2000:]
+    old_lock = yaml.safe_load(clone.run("git", "show", f"{first}:dvc.lock").stdout)
+    vocab_md5 = old_lock["stages"]["vocab"]["outs"][0]["md5"]
+    assert hashlib.md5((clone.path / "data" / "vocab.txt").read_bytes()).hexdigest() == vocab_md5
+    assert "up to date" in clone.dvc("status", "prepare@squad", "vocab").stdout
+    clone.run("git", "checkout", "--", ".")  # back to the clone's commit, for the experiment test
+    clone.dvc("checkout")
+    assert "up to date" in clone.dvc("status").stdout
+
+
 def test_two_strategies_as_experiments_then_compare(repo, tmp_path):
     repo.commit("baseline")
-    quick = ["-S", "train.iterations=6", "-S", "train.val_every=6", "-S", "train.save_every=6",
-             "-S", "train.log_every=2", "-S", "evaluate.max_answer_length=8"]
-    repo.dvc("exp", "run", "-n", "joint", "-S", "train.strategy=fully_joint", *quick)
+    repo.dvc("exp", "run", "-n", "joint", "-S", "train.strategy=fully_joint", *QUICK)
     repo.dvc("exp", "run", "-n", "squad-first", "-S", "train.strategy=anti_curriculum_squad",
-             "-S", "train.phase_iterations=3", *quick)
+             "-S", "train.phase_iterations=3", *QUICK)
     out = tmp_path / "strategies"
     shown = repo.run(str(BIN / "deca"), "compare", "--dvc", "--exps", "joint", "squad-first", "--out", str(out))
     table = shown.stdout
@@ -206,3 +259,30 @@ def test_two_strategies_as_experiments_then_compare(repo, tmp_path):
     mlflow_rows = repo.run(str(BIN / "deca"), "compare", "--mlflow", "--json")
     labels = [r["strategy"] for r in json.loads(mlflow_rows.stdout)["rows"]]
     assert {"fully_joint", "anti_curriculum_squad"} <= set(labels)
+
+
+def _exp_row(repo: Repo, name: str) -> dict:
+    rows = csv.DictReader(repo.dvc("exp", "show", "--csv", "--no-pager").stdout.splitlines())
+    return next(r for r in rows if r["Experiment"] == name)
+
+
+def test_an_experiment_goes_from_one_clone_to_the_other(repo, clone):
+    """`dvc exp push` (its git ref to the hub, its outputs to the DVC remote), then `dvc exp pull` in the
+    other clone: `dvc exp show` lists it with the same decaScore, and `dvc exp apply` gives its params,
+    metrics and outputs, with nothing left to rerun."""
+    if "joint" not in repo.dvc("exp", "list", "--name-only").stdout.split():  # the test above was deselected
+        repo.commit("baseline")
+        repo.dvc("exp", "run", "-n", "joint", "-S", "train.strategy=fully_joint", *QUICK)
+    repo.run("git", "push", "-q", "hub", "HEAD")  # the experiment's baseline commit, as a team shares it
+    repo.dvc("exp", "push", "hub", "joint")
+    clone.run("git", "pull", "-q")
+    assert "joint" in clone.dvc("exp", "list", "origin", "--name-only").stdout.split()
+    clone.dvc("exp", "pull", "origin", "joint")
+    theirs, ours = _exp_row(clone, "joint"), _exp_row(repo, "joint")
+    assert theirs["decascore"] and theirs["decascore"] == ours["decascore"]
+    assert theirs["train.strategy"] == "fully_joint"
+    clone.dvc("exp", "apply", "joint")
+    metrics = json.loads((clone.path / "eval" / "metrics.json").read_text())
+    assert metrics["decascore"] == pytest.approx(float(ours["decascore"]))
+    assert yaml.safe_load((clone.path / "params.yaml").read_text())["train"]["iterations"] == 6
+    assert "up to date" in clone.dvc("status").stdout  # every output of the experiment came from the remote

@@ -286,6 +286,20 @@ def test_dvc_remote_script_rejects_unknown_schemes(dvc_repo):
     proc = run_remote_script(dvc_repo, "ftp://host/x")
     assert proc.returncode == 2 and "unsupported remote URL" in proc.stderr
     assert run_remote_script(dvc_repo).returncode == 2  # no URL: usage
+    assert run_remote_script(dvc_repo, "--bogus").returncode == 2
+
+
+def test_dvc_remote_script_help_and_rerun(dvc_repo, tmp_path):
+    """--help prints the usage; a relative directory is created and stored absolute; a second run with the
+    same arguments leaves the same configuration (idempotent)."""
+    shown = run_remote_script(dvc_repo, "--help")
+    assert shown.returncode == 0 and "infra/dvc/remote.sh URL [NAME]" in shown.stdout
+    config = dvc_repo / ".dvc" / "config"
+    assert run_remote_script(dvc_repo, "store", "local").returncode == 0
+    first = config.read_text()
+    assert (dvc_repo / "store").is_dir() and f"url = {dvc_repo / 'store'}" in first
+    assert run_remote_script(dvc_repo, "store", "local").returncode == 0
+    assert config.read_text() == first
 
 
 # -------------------------------------------------------------------------------------- docs, closure
