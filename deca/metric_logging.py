@@ -8,6 +8,7 @@ Metric names are one namespace, shared by training and evaluation:
   train/...                       training loss, learning rate, throughput (train/tracking.py)
   <split>/<task>/<metric>         every metric of eval.api.score_task, and <split>/<task>/headline
   <split>/decascore               the sum of the headline metrics of the decaNLP tasks present
+  <split>/<task>/source/...       `deca evaluate`: the paper's Figure 3 (eval.sources; no task metric)
   validation/score                the model-selection score of a training run (sum of its tasks' headlines)
 The step is the training iteration of the weights that were scored.
 """

@@ -2,7 +2,8 @@
 
 ``write_report(scored, out_dir)`` writes ``report.md`` (a summary table in the columns of the paper's
 Table 2, then every metric of every task) and ``headline.png`` (headline metric per task, 0..100).
-`scored` is what `eval.score.score_dir` returns (or one `score_file` result).
+`scored` is what `eval.score.score_dir` returns (or one `score_file` result). Results that carry
+``sources`` (eval.sources.summarize; `deca evaluate` adds them) also get the Figure 3 table and chart.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, Mapping
 
 from deca.registry import DECANLP
 from deca.io import atomic_write, write_text
+from eval import sources
 from eval.metrics.registry import get_metric
 
 
@@ -44,7 +46,24 @@ def markdown(scored: Mapping[str, Any]) -> str:
         for name, value in r["metrics"].items():
             arrow = "↑" if get_metric(name).higher_is_better else "↓"
             lines.append(f"| {name} | {value:.4f} | {arrow} |")
+    figure3 = source_summaries(scored)
+    if figure3:
+        lines += ["", sources.markdown_table(figure3)]
     return "\n".join(lines) + "\n"
+
+
+def source_summaries(scored: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """{task: eval.sources summary} of the results that carry one, in the paper's task order."""
+    results = _results(scored)
+    return {t: results[t]["sources"] for t in _order(results) if results[t].get("sources")}
+
+
+def figure3_chart(scored: Mapping[str, Any], path: str | Path) -> Path:
+    """The Figure 3 stacked bars (eval.sources.stacked_chart) of the results that carry sources."""
+    from eval.compare import SHORT
+
+    title = f"which source answers ({scored['split']}, greedy decoding)"
+    return sources.stacked_chart(source_summaries(scored), path, title, labels=SHORT)
 
 
 def bar_chart(scored: Mapping[str, Any], path: str | Path) -> Path:
@@ -85,8 +104,9 @@ def write_report(scored: Mapping[str, Any], out_dir: str | Path) -> dict[str, Pa
 
 def write_plots(scored: Mapping[str, Any], plots_dir: str | Path,
                 curves: Mapping[str, Path] | None = None) -> list[Path]:
-    """The files of `dvc plots show`: per_task.csv and per_task.png (headline per task), and loss.png /
-    validation.png copied from `curves` (a training run's plots) or, without one, an image saying so."""
+    """The files of `dvc plots show`: per_task.csv and per_task.png (headline per task), figure3.csv and
+    figure3.png (when the results carry sources), and loss.png / validation.png copied from `curves` (a
+    training run's plots) or, without one, an image saying so."""
     import shutil
 
     plots_dir = Path(plots_dir)
@@ -94,6 +114,9 @@ def write_plots(scored: Mapping[str, Any], plots_dir: str | Path,
                                     for t, r in _results(scored).items()]
     written = [write_text(plots_dir / "per_task.csv", "\n".join(rows) + "\n"),
                bar_chart(scored, plots_dir / "per_task.png")]  # an image: `dvc plots show` needs no internet
+    if source_summaries(scored):
+        written += [write_text(plots_dir / "figure3.csv", sources.csv_text(source_summaries(scored))),
+                    figure3_chart(scored, plots_dir / "figure3.png")]
     for name in ("loss", "validation"):
         src = (curves or {}).get(name)
         target = plots_dir / f"{name}.png"

@@ -123,14 +123,17 @@ def score_dir(split: str, predictions_dir: str | Path, processed_dir: str | Path
 
 
 def metrics_document(scored: Mapping[str, Any]) -> dict:
-    """The flat-ish JSON written for `dvc metrics`: per task every metric plus its headline value."""
+    """The flat-ish JSON written for `dvc metrics`: per task every metric plus its headline value, and
+    a ``source`` object (Figure 3: shares of answer tokens per source, eval.sources) when the result has one."""
+    from eval.sources import metrics_entry
+
     results = scored["results"] if "results" in scored else {scored["task"]: scored}
     doc: dict[str, Any] = {"split": scored["split"]}
     if "decascore" in scored:
         doc.update(decascore=scored["decascore"], partial=scored["partial"], tasks_scored=scored["tasks"])
     doc["tasks"] = {
         task: {"n": r["n"], "headline": r["headline"]["value"], "headline_metric": r["headline"]["name"],
-               **r["metrics"]}
+               **r["metrics"], **({"source": metrics_entry(r["sources"])} if r.get("sources") else {})}
         for task, r in results.items()
     }
     return doc

@@ -9,12 +9,16 @@ Examples:
 
 Writes (paths from the `evaluate` section of params.yaml):
   <predictions_dir>/<task>.jsonl   {"id": ..., "prediction": "<detokenized lowercased text>"} per line
-  <metrics_path>                   per-task metrics and the decaScore (`dvc metrics show`)
-  <report_dir>/report.md, headline.png
-  <plots_dir>/per_task.csv, per_task.png, loss.png, validation.png  (`dvc plots show`; curves from MLflow)
+  <metrics_path>                   per-task metrics and the decaScore (`dvc metrics show`), and per task
+                                   "source": the paper's Figure 3 (share of answer tokens whose largest switch
+                                   weight is the vocabulary / context / question, %, and the mean weights)
+  <report_dir>/report.md, headline.png, figure3.png (Figure 3 as stacked bars)
+  <plots_dir>/per_task.csv, per_task.png, figure3.csv, figure3.png, loss.png, validation.png
+                                   (`dvc plots show`; curves from MLflow)
 Every file is written under a temporary name and renamed when complete; the predictions directory is
 replaced as a whole, so a failed run leaves the previous results as they were. With a run directory the
-metrics are also logged into that run's MLflow run (as <split>/<task>/<metric>, <split>/decascore).
+metrics are also logged into that run's MLflow run (as <split>/<task>/<metric>, <split>/decascore,
+<split>/<task>/source/{vocabulary,context,question}_{share,mean_weight}; the last are not in the decaScore).
 """
 from __future__ import annotations
 
@@ -68,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
                       mlflow=not args.no_mlflow)
     width = max(len(t) for t in scored["results"])
     for task, r in scored["results"].items():
-        print(f"{task:<{width}}  {r['headline']['name']:<13} {r['headline']['value']:7.2f}  (n={r['n']})")
+        share = r["sources"]["share"]
+        figure3 = "/".join(f"{share[s]:.0f}" for s in ("vocabulary", "context", "question")) if share else "-"
+        print(f"{task:<{width}}  {r['headline']['name']:<13} {r['headline']['value']:7.2f}  (n={r['n']})  "
+              f"vocabulary/context/question {figure3}%")
     for task, why in scored["skipped"].items():
         print(f"{task:<{width}}  skipped: {why}")
     note = f" (partial: {len(scored['missing'])} of the ten missing)" if scored["partial"] else ""

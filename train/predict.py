@@ -10,6 +10,7 @@ probability.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,8 +85,11 @@ def open_requests(path: str) -> tuple[IO[str], str]:
 
 
 def answer_rows(model, vocab, rows: Sequence[dict], batch_size: int, max_len: int | None, device,
-                bar=None, explain: bool = False) -> list[Answer]:
-    """Greedy answers for `rows`, in their order (batches hold examples of similar length)."""
+                bar=None, explain: bool = False, weights: bool = False) -> list[Answer]:
+    """Greedy answers for `rows`, in their order (batches hold examples of similar length).
+
+    `explain`: each token's source weights and each source's probability of it (Answer.weights, .shares);
+    `weights`: the source weights only, which greedy decoding computes anyway (nothing more is computed)."""
     order = sorted(range(len(rows)),
                    key=lambda i: (len(rows[i]["context_tokens"]) + len(rows[i]["question_tokens"]), i))
     answers: list[Answer | None] = [None] * len(rows)
@@ -93,17 +97,22 @@ def answer_rows(model, vocab, rows: Sequence[dict], batch_size: int, max_len: in
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
             out = model.greedy(collate([rows[i] for i in idx], vocab, device), max_len, explain=explain)
+            if explain or weights:  # one copy per batch, not one device sync per answer
+                out = dataclasses.replace(out, ids=out.ids.cpu(), lengths=out.lengths.cpu(),
+                                          source_weights=out.source_weights.cpu(),
+                                          contributions=out.contributions.cpu() if explain else None)
             for j, i in enumerate(idx):
-                answers[i] = _answer(out, j, explain)
+                answers[i] = _answer(out, j, explain, weights)
             if bar is not None:
                 bar.update(len(idx))
     return answers  # type: ignore[return-value]
 
 
-def _answer(out, j: int, explain: bool) -> Answer:
+def _answer(out, j: int, explain: bool, weights: bool = False) -> Answer:
     text = out.texts[j].lower()
-    if not explain:
+    if not (explain or weights):
         return Answer(text)
     ids = out.ids[j, : int(out.lengths[j])].tolist()
     steps = [s for s, i in enumerate(ids) if i not in (PAD_ID, INIT_ID, EOS_ID)]  # the steps of out.tokens[j]
-    return Answer(text, out.tokens[j], out.source_weights[j, steps].tolist(), out.contributions[j, steps].tolist())
+    shares = out.contributions[j, steps].tolist() if explain else []
+    return Answer(text, out.tokens[j], out.source_weights[j, steps].tolist(), shares)

@@ -14,7 +14,7 @@ from deca.schema import read_split
 from train.evaluate import evaluate
 from train.resume import latest_run
 from train.checkpoint import save_checkpoint
-from train.model import MQAN, build_model
+from train.model import MQAN, GreedyOutput, build_model
 from train.vocab import Vocab
 
 from .conftest import write_rows
@@ -91,6 +91,48 @@ def test_writes_predictions_metrics_report_and_plots(setup):
     assert (Path(ev.report_dir) / "headline.png").exists()
 
 
+def test_figure3_from_the_decoded_answers(setup):
+    """Which source answers (the paper's Figure 3), from the switch weights of the real greedy decoding:
+    the shares of a task sum to 100%, and they are what the weights of `deca predict` give."""
+    from eval.sources import SOURCES, summarize
+    from train.checkpoint import load_model
+    from train.evaluate import log_to_run, read_rows
+    from train.predict import answer_rows
+    from deca.metric_logging import MemoryLogger
+
+    params = params_for(setup)
+    scored = evaluate(params, progress=False)
+    ev = params.evaluate
+    metrics = json.loads(Path(ev.metrics_path).read_text())
+    model, vocab, _ = load_model(setup[3] / "best" / "model.pt", params.data.vocab_path, torch.device("cpu"))
+    for task in TASKS:
+        source = metrics["tasks"][task]["source"]
+        assert source["tokens"] > 0  # the untrained model writes answer tokens (up to max_answer_length = 4)
+        assert sum(source[f"{s}_share"] for s in SOURCES) == pytest.approx(100.0)
+        assert sum(source[f"{s}_mean_weight"] for s in SOURCES) == pytest.approx(1.0, abs=1e-5)
+        rows = read_rows(params.data.processed_dir, task, "validation", None)
+        explained = answer_rows(model, vocab, rows, 3, None, torch.device("cpu"), explain=True)
+        light = answer_rows(model, vocab, rows, 3, None, torch.device("cpu"), weights=True)
+        assert [(a.text, a.tokens, a.weights) for a in light] == [(a.text, a.tokens, a.weights) for a in explained]
+        assert all(len(a.weights) == len(a.tokens) for a in light) and not any(a.shares for a in light)
+        expected = summarize([a.weights for a in explained])
+        assert scored["results"][task]["sources"] == expected
+        assert source["tokens"] == sum(len(a.tokens) for a in explained)
+    report = (Path(ev.report_dir) / "report.md").read_text()
+    assert "## Which source answers (Figure 3)" in report
+    for path in (Path(ev.report_dir) / "figure3.png", Path(ev.plots_dir) / "figure3.png"):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    csv = (Path(ev.plots_dir) / "figure3.csv").read_text().splitlines()
+    assert csv[0].startswith("task,tokens,vocabulary_share") and {line.split(",")[0] for line in csv[1:]} == set(TASKS)
+    logger = MemoryLogger()
+    log_to_run(logger, scored, [], 7)
+    for task in TASKS:
+        shares = [logger.metrics[f"validation/{task}/source/{s}_share"] for s in SOURCES]
+        assert all(values[0][0] == 7 for values in shares)
+        assert sum(values[0][1] for values in shares) == pytest.approx(100.0)
+    assert logger.metrics["validation/decascore"] == [(7, pytest.approx(scored["decascore"]))]
+
+
 def test_oracle_predictions_score_100(setup, monkeypatch):
     """The decoded text of each example reaches the scorer under its own id (batches are length-sorted)."""
     params = params_for(setup)
@@ -99,12 +141,15 @@ def test_oracle_predictions_score_100(setup, monkeypatch):
         answers.update({r["id"]: r["answer"] for r in read_split(params.data.processed_dir, task, "validation").to_pylist()})
 
     def oracle(self, batch, max_len=None, explain=False):
-        return type("Out", (), {"texts": [answers[i] for i in batch.ids]})()
+        n = len(batch.ids)  # texts only: no decoding steps, so no answer tokens for Figure 3
+        return GreedyOutput([[] for _ in range(n)], [answers[i] for i in batch.ids], torch.zeros(n, 1, dtype=torch.long),
+                            torch.zeros(n, 1), torch.zeros(n, 1, 3), torch.zeros(n, dtype=torch.long))
 
     monkeypatch.setattr(MQAN, "greedy", oracle)
     scored = evaluate(params, progress=False)
     assert {t: r["headline"]["value"] for t, r in scored["results"].items()} == {t: 100.0 for t in TASKS}
     assert scored["decascore"] == 200.0
+    assert all(r["sources"]["tokens"] == 0 and not r["sources"]["share"] for r in scored["results"].values())
 
 
 def test_test_split_skips_tasks_without_one(setup):
@@ -159,11 +204,14 @@ def test_logs_into_the_training_runs_mlflow_run(setup, tmp_path):
     logged = client.get_run(run_id).data.metrics
     assert logged["validation/decascore"] == pytest.approx(scored["decascore"])
     assert logged["validation/sst/em"] == pytest.approx(scored["results"]["sst"]["metrics"]["em"])
+    assert logged["validation/sst/source/question_share"] == pytest.approx(
+        scored["results"]["sst"]["sources"]["share"]["question"])
     history = client.get_metric_history(run_id, "validation/decascore")
     assert [m.step for m in history] == [7]
     assert client.get_run(run_id).data.tags["evaluated.validation"] == "7"  # deca compare prefers these
     artifacts = {a.path for a in client.list_artifacts(run_id, "evaluation/validation")}
-    assert {"evaluation/validation/metrics.json", "evaluation/validation/report.md"} <= artifacts
+    assert {"evaluation/validation/metrics.json", "evaluation/validation/report.md",
+            "evaluation/validation/figure3.png"} <= artifacts
 
 
 def test_cli_and_bad_settings(setup, tmp_path, capsys):
