@@ -71,6 +71,7 @@ RULES: dict[str, Rule] = {
     "train.iterations": at_least(1), "train.max_minutes": above(0, optional=True),
     "train.token_budget": at_least(1), "train.pool_batches": at_least(1), "train.num_workers": at_least(1),
     "train.cpus_per_worker": above(0), "train.gpus_per_worker": above(0), "train.lr": above(0),
+    "train.placement_strategy": one_of("PACK", "SPREAD", "STRICT_SPREAD", "STRICT_PACK"),
     "train.warmup": at_least(0), "train.betas": betas, "train.eps": above(0), "train.grad_clip": at_least(0),
     "train.weight_decay": at_least(0), "train.ema_decay": fraction, "train.val_every": at_least(0),
     "train.save_every": at_least(0), "train.log_every": at_least(1), "train.val_batch_size": at_least(1),

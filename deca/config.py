@@ -117,6 +117,8 @@ class TrainConfig:
     pool_batches: int = 100  # length bucketing: sort pools of this many budgets' worth of examples
     num_workers: int = 1
     cpus_per_worker: float = 1.0
+    # how Ray places the workers: PACK (fill a node first), SPREAD, STRICT_SPREAD (one per node), STRICT_PACK
+    placement_strategy: str = "PACK"
     use_gpu: bool = False
     gpus_per_worker: float = 1.0  # only with use_gpu
     find_unused_parameters: bool = True  # DDP; MQAN variants may leave parameters unused

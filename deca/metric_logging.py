@@ -42,6 +42,33 @@ def client(uri: str):
     return MlflowClient(tracking_uri=uri)
 
 
+class TrackingServerDown(DecaError):
+    """The MLflow tracking server named by the URI does not answer."""
+
+
+def check_server(uri: str, timeout: float = 10.0) -> None:
+    """Fail at once, naming `uri`, when an http(s) tracking server does not answer: MLflow's client would
+    retry for minutes first. Any HTTP answer counts (a proxy in front may refuse /health); other URIs pass."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    import re
+
+    import requests
+
+    try:
+        requests.get(uri.rstrip("/") + "/health", timeout=timeout)
+    except requests.exceptions.SSLError:
+        return  # something answers TLS; MLflow's client applies MLFLOW_TRACKING_INSECURE_TLS / _SERVER_CERT_PATH
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        why = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
+        reason = (why.group(1) if why else f"no answer within {timeout:g} s" if isinstance(exc, requests.Timeout)
+                  else type(exc).__name__)
+        raise TrackingServerDown(
+            f"MLflow tracking server {uri} is not reachable ({reason})\n"
+            f"  fix: start it (e.g. `bash infra/mlflow/server.sh`), point MLFLOW_TRACKING_URI at a running server, "
+            f"or unset MLFLOW_TRACKING_URI to track into sqlite:///mlflow.db here") from None
+
+
 def finite(values: Mapping[str, Any]) -> dict[str, float]:
     """The numeric, finite entries of `values` as floats (MLflow refuses NaN / None / strings)."""
     return {k: float(v) for k, v in values.items()

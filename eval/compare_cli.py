@@ -83,8 +83,10 @@ def run(args: argparse.Namespace) -> int:
         rows += found
     if use_mlflow:
         from deca.config import tracking_uri
+        from deca.metric_logging import check_server
 
         uri = args.tracking_uri or tracking_uri(Path.cwd())
+        check_server(uri)
         experiments = args.mlflow or [params.train.experiment]
         rows += compare.rows_from_mlflow(uri, experiments=experiments, run_ids=args.run_ids or (),
                                          filter_string=args.filter, split=split, tasks=tasks or compare.DECANLP)

@@ -22,7 +22,7 @@ import torch
 
 from deca.errors import ConfigError, DataError
 from deca.io import replace_dir, write_json, write_text
-from deca.metric_logging import MetricLogger, MLflowLogger
+from deca.metric_logging import MetricLogger, MLflowLogger, TrackingServerDown, check_server
 from deca.registry import get_task, resolve_tasks
 from deca.schema import read_split
 from eval.api import check_metrics, decascore, score_task
@@ -127,6 +127,12 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     ec = params.evaluate
     check_config(ec)
     path, run_info = resolve_checkpoint(run, checkpoint, params.train.storage_dir)
+    if run_info.get("tracking_uri"):
+        try:
+            check_server(run_info["tracking_uri"])
+        except TrackingServerDown as exc:  # the evaluation does not need the server: go on without it
+            log.warning("%s\n  evaluating without MLflow (no training curves; metrics not logged)", exc)
+            mlflow, run_info = False, {k: v for k, v in run_info.items() if k != "tracking_uri"}
     tasks, skipped = select_tasks(ec.tasks, ec.split)
     if not tasks:
         raise ConfigError(f"none of the tasks {ec.tasks} has a {ec.split} split")

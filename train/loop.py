@@ -55,10 +55,24 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     else:
         with checkpoint.as_directory() as directory:
             recipe.setup(directory, wrap=wrap)
+        if logger:  # one point per start from a checkpoint: a restart after a failure, or --resume
+            logger.log_metrics({"resumed_from_iteration": recipe.iteration}, recipe.iteration)
+    record_placement(dist, logger)
     recipe.train(publish=report_to_ray)
     if logger:
         attach_results(recipe, logger, config)
     recipe.cleanup()
+
+
+def record_placement(dist: Distributed, logger: MLflowLogger | None) -> None:
+    """Tag `worker_nodes`: the Ray node of every worker, in rank order, as <node IP>/<node id> (rewritten by
+    every attempt, so after a restart it names the nodes that finished the run)."""
+    import ray
+
+    ctx = ray.get_runtime_context()
+    nodes = dist.gather(f"{ray.util.get_node_ip_address()}/{ctx.get_node_id()}")
+    if logger:
+        logger.set_tag("worker_nodes", ",".join(nodes))
 
 
 def attach_results(recipe: TrainingRecipe, logger: MLflowLogger, config: dict[str, Any]) -> None:

@@ -15,9 +15,14 @@ Metric names:
   validation/<task>/<metric>  every metric eval.api returns, and validation/<task>/headline
   validation/decascore     the decaScore of the trained tasks (`deca evaluate` logs the same names)
   validation/score         the model-selection score (sum of the trained tasks' headlines), and best_score
+  resumed_from_iteration   one point (at that iteration) each time the workers start from a checkpoint: an
+                           automatic restart after a worker or node failure, or `deca train --resume`
+Tags include resumed_from_iteration (the latest) and worker_nodes (<node IP>/<Ray node id> of each rank, as
+placed by the latest attempt; train.placement_strategy decides the placement).
 Tracking URI: $MLFLOW_TRACKING_URI, else ``sqlite:///<project>/mlflow.db`` with artifacts in
 ``<project>/mlruns`` (set explicitly: with sqlite MLflow would otherwise use ./mlruns of whatever
-directory the experiment happens to be created from).
+directory the experiment happens to be created from). A tracking server that does not answer stops
+`deca train` before anything starts (deca.metric_logging.check_server).
 """
 from __future__ import annotations
 

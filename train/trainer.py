@@ -139,10 +139,19 @@ def check_resources(params: Params) -> None:
             raise ConfigError(f"train.num_workers={tc.num_workers} needs {amount:g} {res} but Ray has "
                               f"{have.get(res, 0):g}; lower train.num_workers or train.cpus_per_worker "
                               f"(fractions such as 0.5 are allowed)")
+    if tc.placement_strategy == "STRICT_SPREAD":
+        per_worker = {res: amount / tc.num_workers for res, amount in need.items()}
+        fit = [n for n in ray.nodes()
+               if n.get("Alive") and all(n["Resources"].get(r, 0) + 1e-9 >= a for r, a in per_worker.items())]
+        if len(fit) < tc.num_workers:
+            raise ConfigError(f"train.placement_strategy=STRICT_SPREAD puts each of the {tc.num_workers} workers on "
+                              f"its own node, but only {len(fit)} node(s) have room for one; add nodes, or use "
+                              f"SPREAD or PACK")
 
 
 def _progress_sink():
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     @ray.remote(num_cpus=0)
     class ProgressSink:
@@ -158,7 +167,9 @@ def _progress_sink():
             items, self.items = self.items, []
             return items
 
-    return ProgressSink.remote()
+    # on the driver's node: a node that fails during training must not take the progress messages with it
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    return ProgressSink.options(scheduling_strategy=here).remote()
 
 
 def fit(params: Params, *, run_name: str | None = None, resume: bool = False, progress: bool = True,
@@ -207,6 +218,7 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
              overrides: dict[str, Any]) -> tuple[Params, str, str, str]:
     """Check the inputs and create (or, with `resume`, reopen) the run: (params, run name, tracking URI,
     MLflow run id). A new run writes <storage>/<name>/deca_run.json; an existing name is refused."""
+    from deca.metric_logging import check_server
     from train.schedule import from_config
     from train.tracking import reopen_run, start_run, tracking_uri, vocab_fingerprint
 
@@ -218,6 +230,7 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
             raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
         params = resolve_paths(params_for_resume(run_file, params, overrides), project)
         info = read_run_file(run_file)
+        check_server(info["tracking_uri"])
         reopen_run(info["tracking_uri"], info["mlflow_run_id"])
     tc = params.train
     tasks = resolve_tasks(tc.tasks)
@@ -230,6 +243,7 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
         raise ConfigError(f"run {run_name!r} already exists under {storage}; "
                           f"pass --resume to continue it or choose another --run-name")
     uri = tracking_uri(project)
+    check_server(uri)  # a server that is down fails here, in a second, not after MLflow's minutes of retries
     # a DVC experiment's run is named after the experiment (every one trains the run folder `pipeline`)
     mlflow_name = os.environ.get("DVC_EXP_NAME") or run_name
     run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project,
@@ -287,7 +301,7 @@ def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
         train_loop_per_worker,
         train_loop_config=config,
         scaling_config=ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu,
-                                     resources_per_worker=resources),
+                                     resources_per_worker=resources, placement_strategy=tc.placement_strategy),
         torch_config=TorchConfig(backend="nccl" if tc.use_gpu else "gloo"),
         run_config=RunConfig(
             name=run_name, storage_path=tc.storage_dir,

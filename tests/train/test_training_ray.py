@@ -184,3 +184,17 @@ def test_two_workers_loss_curve_matches_one_worker(runs):
     for a, b in zip(q1, q2):
         assert abs(a - b) <= QUARTER_TOLERANCE * max(a, b), (q1, q2)
     assert q1[-1] < 0.8 * q1[0] and q2[-1] < 0.8 * q2[0], (q1, q2)
+
+
+def test_strict_spread_on_too_few_nodes_is_refused_before_training(ray_local, base):
+    """train.placement_strategy=STRICT_SPREAD needs a node per worker; on this one-node Ray, `check_resources`
+    says so at once instead of letting Ray Train wait for a placement that never comes."""
+    from deca.errors import ConfigError
+    from train.trainer import check_resources
+
+    params, _ = base
+    spread = dataclasses.replace(params, train=dataclasses.replace(params.train, num_workers=2,
+                                                                   placement_strategy="STRICT_SPREAD"))
+    with pytest.raises(ConfigError, match=r"STRICT_SPREAD puts each of the 2 workers on its own node, but only 1"):
+        check_resources(spread)
+    check_resources(dataclasses.replace(spread, train=dataclasses.replace(spread.train, placement_strategy="SPREAD")))
