@@ -20,6 +20,9 @@ fi
 mkdir -p "$STORE/artifacts"
 STORE=$(cd "$STORE" && pwd)
 ALLOWED=${MLFLOW_ALLOWED_HOSTS:-localhost,localhost:$PORT,127.0.0.1,127.0.0.1:$PORT}
+# MLflow 3 also starts a job runner and its queue consumers (GenAI scorer jobs), which the project does not
+# use: off unless asked for (they cost a few processes and seconds of startup).
+export MLFLOW_SERVER_ENABLE_JOB_EXECUTION=${MLFLOW_SERVER_ENABLE_JOB_EXECUTION:-false}
 echo "MLflow tracking server: http://$HOST:$PORT  (store: $STORE)"
 exec "$MLFLOW" server \
   --backend-store-uri "sqlite:///$STORE/mlflow.db" \
