@@ -1,7 +1,8 @@
 """Training data: each worker's share of the processed Parquet splits, cut into token-budget batches.
 
-Nothing is re-tokenized: the revtok token lists written by `deca prepare` are kept (in a pyarrow table,
-columnar, so a large corpus stays compact) and handed to `train.batch.collate` as rows.
+Nothing is re-tokenized: the revtok token lists written by `deca prepare` are kept and handed to
+`train.batch.collate` as rows. A worker's share of a split is a memory-mapped Arrow table (`read_share`):
+its own memory holds only a few numbers per example (lengths, costs), whatever the corpus size.
 
 Batches follow the paper's rule (Appendix D): every batch holds examples of one task only and
 ``sum over the batch of len(context) + len(question) + 5 * len(answer) <= budget``. (The original code
@@ -16,6 +17,8 @@ state is just (epoch, index of the next batch): `state_dict` / `load_state_dict`
 """
 from __future__ import annotations
 
+import os
+import tempfile
 import zlib
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -23,31 +26,64 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from deca.errors import DataError
-from deca.schema import read_split, split_dir
+from deca.schema import EXAMPLE_SCHEMA, shards, split_dir
 
 ANSWER_WEIGHT = 5
 TOKEN_COLUMNS = ("context_tokens", "question_tokens", "answer_tokens")
 
 
+SHARE_BATCH_ROWS = 4096  # rows read from Parquet (and written to the share file) at a time
+
+
 def read_share(processed_dir: str | Path, task: str, split: str, rank: int = 0, world_size: int = 1,
                columns: Sequence[str] | None = None, limit: int | None = None) -> pa.Table:
-    """Rows ``rank, rank + world_size, ...`` of one processed split (all columns unless `columns`).
+    """Rows ``rank, rank + world_size, ...`` of one processed split (all columns unless `columns`), as a
+    memory-mapped table.
 
     `limit` keeps only the first `limit` rows of the split before sharding (e.g. validation caps).
+    The share is streamed from the Parquet shards, `SHARE_BATCH_ROWS` rows at a time, into an uncompressed
+    Arrow file in the temporary directory (``$TMPDIR``), which is memory-mapped and unlinked at once (its
+    space is freed with the table, or when the process ends). The rows then live in the OS page cache,
+    read in as batches touch them and dropped again under memory pressure: a worker's own memory does not
+    grow with the corpus (the disk needs the share's uncompressed size).
     Raises DataError when the split is missing or this worker's share is empty.
     """
-    table = read_split(processed_dir, task, split, columns=list(columns) if columns else None)
-    if limit is not None:
-        table = table.slice(0, limit)
-    if world_size > 1:
-        table = table.take(pa.array(np.arange(rank, table.num_rows, world_size)))
-    if table.num_rows == 0:
+    files = shards(processed_dir, task, split)
+    schema = EXAMPLE_SCHEMA if columns is None else pa.schema([EXAMPLE_SCHEMA.field(c) for c in columns])
+    fd, tmp = tempfile.mkstemp(prefix=f"deca-{task}-{split}-{rank}-", suffix=".arrow")
+    os.close(fd)
+    try:
+        kept = _write_share(files, schema, tmp, rank, world_size, limit)
+        table = pa.ipc.open_file(pa.memory_map(tmp)).read_all()
+    finally:
+        os.unlink(tmp)
+    if kept == 0:
         raise DataError(split_dir(processed_dir, task, split),
                         f"no examples for worker {rank} of {world_size} ({split} split of {task})",
                         fix="use fewer workers (train.num_workers) or a larger split")
     return table
+
+
+def _write_share(files: Sequence[Path], schema: pa.Schema, path: str, rank: int, world_size: int,
+                 limit: int | None) -> int:
+    """Write rows ``rank::world_size`` of the first `limit` rows of `files` to an Arrow file; returns their count."""
+    seen = kept = 0  # rows of the split read so far, rows written
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        for file in files:
+            for batch in pq.ParquetFile(file).iter_batches(batch_size=SHARE_BATCH_ROWS, columns=schema.names):
+                n = batch.num_rows if limit is None else min(batch.num_rows, limit - seen)
+                picked = np.arange((rank - seen) % world_size, n, world_size)
+                if len(picked) == batch.num_rows:
+                    writer.write_batch(batch.cast(schema))
+                elif len(picked):
+                    writer.write_batch(batch.take(pa.array(picked)).cast(schema))
+                seen, kept = seen + n, kept + len(picked)
+                if limit is not None and seen >= limit:
+                    return kept
+    return kept
 
 
 def lengths(table: pa.Table) -> dict[str, np.ndarray]:
@@ -140,12 +176,30 @@ class TokenBudgetStream:
         self._plan = None
 
 
+def take_rows(batches: Sequence[pa.RecordBatch], starts: np.ndarray, idx: np.ndarray) -> list[dict[str, Any]]:
+    """Rows `idx` (in that order) of the table made of `batches`, whose first rows are at `starts`, as dicts.
+
+    Each record batch is asked for its own rows: `pa.Table.take` works on whole chunked columns, so its cost
+    grows with the table (an epoch of batches would cost the table size times the number of batches).
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    chunk = np.searchsorted(starts, idx, side="right") - 1
+    rows: list[Any] = [None] * len(idx)
+    for c in np.unique(chunk):
+        where = np.flatnonzero(chunk == c)
+        for pos, row in zip(where, batches[c].take(pa.array(idx[where] - starts[c])).to_pylist()):
+            rows[pos] = row
+    return rows
+
+
 class TaskData:
     """One task's training share on one worker: its rows and its endless batch stream."""
 
     def __init__(self, task: str, table: pa.Table, budget: int, seed: int, rank: int = 0, pool_batches: int = 100):
         self.task = task
         self.table = table
+        self._batches = table.to_batches()
+        self._starts = np.cumsum([0] + [b.num_rows for b in self._batches])[:-1]
         n = lengths(table)
         costs = n["context"] + n["question"] + ANSWER_WEIGHT * n["answer"]
         # sort key: context+question length, then answer length (as BucketIterator's interleaved keys)
@@ -157,7 +211,7 @@ class TaskData:
     def next_batch(self) -> tuple[list[dict[str, Any]], int]:
         """The next batch as processed-schema rows, and its token count (context+question+answer)."""
         idx = next(self.stream)
-        return self.table.take(pa.array(idx)).to_pylist(), int(self.tokens[idx].sum())
+        return take_rows(self._batches, self._starts, idx), int(self.tokens[idx].sum())
 
 
 class MultiTaskData:

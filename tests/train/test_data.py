@@ -5,8 +5,9 @@ import pytest
 from deca.errors import DataError
 from deca.schema import EXAMPLE_SCHEMA
 from tests.train.conftest import write_rows
+from train import data as data_module
 from train.data import (MultiTaskData, TaskData, TokenBudgetStream, cut_batches, example_costs, read_share,
-                        validation_batches)
+                        take_rows, validation_batches)
 
 
 def synthetic_rows(n, seed=0, task="sst"):
@@ -95,6 +96,44 @@ def test_workers_read_disjoint_shares(tmp_path):
         read_share(tmp_path, "schema", "train")
     with pytest.raises(DataError, match="no examples for worker 11 of 12"):
         read_share(tmp_path, "sst", "train", 11, 12)
+
+
+def test_shares_stream_across_shards_into_a_mapped_file_that_is_gone(tmp_path, monkeypatch):
+    """Two shards read a few rows at a time: the share, with `limit` and across shard and batch boundaries, is
+    the same rows as a whole read; the table is backed by a memory map whose file is already unlinked."""
+    import pyarrow.parquet as pq
+
+    rows = synthetic_rows(23)
+    out = tmp_path / "processed" / "sst" / "train"
+    out.mkdir(parents=True)
+    pq.write_table(table(rows[:10]), out / "part-00000.parquet")
+    pq.write_table(table(rows[10:]), out / "part-00001.parquet")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    monkeypatch.setattr(data_module, "SHARE_BATCH_ROWS", 4)
+    for rank, world, limit in [(0, 1, None), (1, 3, None), (2, 4, 13), (0, 2, 10), (0, 1, 4)]:
+        share = read_share(tmp_path / "processed", "sst", "train", rank, world, columns=["id", "context_tokens"],
+                           limit=limit)
+        expected = rows[:limit][rank::world]
+        assert share["id"].to_pylist() == [r["id"] for r in expected]
+        assert share["context_tokens"].to_pylist() == [r["context_tokens"] for r in expected]
+        assert share.column_names == ["id", "context_tokens"]
+    assert share.column("id").num_chunks >= 1 and list(scratch.iterdir()) == []
+    assert read_share(tmp_path / "processed", "sst", "train").to_pylist() == rows
+
+
+def test_take_rows_reads_each_chunk_for_its_own_rows():
+    rows = synthetic_rows(30)
+    t = pa.Table.from_batches(table(rows).to_batches(max_chunksize=7))
+    batches = t.to_batches()
+    starts = np.cumsum([0] + [b.num_rows for b in batches])[:-1]
+    idx = np.array([29, 0, 7, 6, 13, 14, 21, 3, 28])
+    assert take_rows(batches, starts, idx) == [rows[i] for i in idx]
+    data = TaskData("sst", t, budget=200, seed=3)
+    got, _ = data.next_batch()
+    assert got == t.take(pa.array(data.stream.plan(0)[0])).to_pylist()
 
 
 def test_multitask_data_rows_tokens_and_state(tmp_path):
