@@ -4,9 +4,11 @@ Pipeline (built from the known list of (task, split) pairs)::
 
     Create[(task, split)] -> PlanSplit (read the split once: one Unit = one shard's range of reader
                                         positions and its estimated cost; reader drops and errors tagged)
-      -> BalanceUnits (units to one group per worker, costliest first to the least loaded)
-      -> ConvertShard (read the unit's range again, lowercase, revtok, the task's row hook, write
-         part-NNNNN.parquet right there) -> partial stats, ids; row-hook drops and errors tagged
+      -> BalanceUnits (units to one group per worker, costliest first to the least loaded; a group's
+         units of one split form one pass)
+      -> ConvertShard (read the split again, once per pass; for each unit's range: lowercase, revtok, the
+         task's row hook, write part-NNNNN.parquet right there) -> partial stats, ids; row-hook drops and
+         errors tagged
       stats -> CombinePerKey ─┐
       drops ──────────────────┼─ + a seed per split -> GroupByKey(task) -> FinalizeTask (stats.json,
                               │                                               dropped.parquet)

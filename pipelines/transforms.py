@@ -160,13 +160,15 @@ class PlanSplit(_Counted):
 
     def units(self, name: str, split: str, total: int, costs: Mapping[int, int]) -> Iterator[Unit]:
         """The units of the shards that hold examples; `total` reader positions in the split. A unit
-        costs its examples' `example_cost` plus `READ_COST` per position read up to its last one."""
+        costs its examples' `example_cost` plus `READ_COST` per position it reads: its range (a pass reads a
+        split once for all its ranges), or the whole split for a round-robin unit."""
         for shard, cost in sorted(costs.items()):
             if self.num_shards > 0:
                 start, stop, step = shard, total, self.num_shards
             else:
                 start, stop, step = shard * self.rows_per_shard, min((shard + 1) * self.rows_per_shard, total), 1
-            yield Unit(name, split, shard, start, stop, step, cost + READ_COST * stop)
+            read = stop - start if step == 1 else stop
+            yield Unit(name, split, shard, start, stop, step, cost + READ_COST * read)
 
 
 def assign_bins(units: Iterable[Unit], bins: int) -> Iterator[tuple[int, Unit]]:
@@ -195,7 +197,8 @@ class Gather(beam.PTransform):
 
 
 class BalanceUnits(beam.PTransform):
-    """Units -> the same units, spread over `bins` groups of about equal cost (`assign_bins`).
+    """Units -> the same units, spread over `bins` groups of about equal cost (`assign_bins`), each group as
+    its reads of the splits (`passes`: tuples of units).
 
     The local runner hands the groups of a GroupByKey to its workers in turn, in the order their keys
     were first seen; with one bin per worker, each worker gets one bin. On any runner this only moves
@@ -212,24 +215,39 @@ class BalanceUnits(beam.PTransform):
                 | "Gather" >> Gather()
                 | "Assign" >> beam.FlatMap(assign_bins, bins)
                 | "GroupBins" >> beam.GroupByKey()
-                | "Units" >> beam.FlatMap(lambda kv: kv[1]))
+                | "Passes" >> beam.FlatMap(lambda kv: passes(kv[1])))
 
 
-def read_range(task: Task, unit: Unit, paths: Sequence[Path], options: Any) -> Iterator[tuple[int, Example]]:
-    """(reader position, example) for the positions of `unit`; stops reading after its last one."""
-    positions = unit.positions
-    for seq, item in enumerate(task.read(unit.split, paths, options)):
-        if seq >= unit.stop:
+def read_ranges(task: Task, units: Sequence[Unit], paths: Sequence[Path],
+                options: Any) -> Iterator[tuple[int, int, Example]]:
+    """(index in `units`, reader position, example) for the positions of `units`, in one read of their split:
+    one unit, or contiguous ranges in reader order (see `passes`). Stops reading after the last position."""
+    stop, k = max(u.stop for u in units), 0
+    for seq, item in enumerate(task.read(units[0].split, paths, options)):
+        if seq >= stop:
             return
-        if seq in positions and not isinstance(item, Dropped):
-            yield seq, item
+        while seq >= units[k].stop:
+            k += 1
+        if seq in units[k].positions and not isinstance(item, Dropped):
+            yield k, seq, item
+
+
+def passes(units: Iterable[Unit]) -> Iterator[tuple[Unit, ...]]:
+    """A bin's units as reads of their splits: one split's contiguous ranges together, in reader order (a split
+    is read once per bin, not once per shard: time linear in its size); a round-robin unit alone."""
+    reads: dict[tuple[str, str, int], list[Unit]] = {}
+    for unit in units:  # a round-robin unit (num_shards) holds positions of the whole split: a read of its own
+        reads.setdefault((unit.task, unit.split, -1 if unit.step == 1 else unit.shard), []).append(unit)
+    for key in sorted(reads):
+        yield tuple(sorted(reads[key], key=lambda u: u.start))
 
 
 class ConvertShard(_Counted):
-    """A `Unit` -> staging/<task>/<split>/part-<shard>.parquet, written where the unit runs.
+    """A pass of `Unit`s (`passes`) -> staging/<task>/<split>/part-<shard>.parquet each, written where it runs.
 
-    Reads the unit's range of the split, converts it (lowercase, revtok with a `rows.TextCache`, the
-    task's row hook) and writes the rows in reader order, `batch_size` rows converted to Arrow at a time.
+    Reads the units' ranges of the split (one read per pass), converts each (lowercase, revtok with a
+    `rows.TextCache`, the task's row hook) and writes its rows in reader order, `batch_size` rows converted
+    to Arrow at a time; one shard is held at a time.
     Outputs partial statistics ``((task, split), accumulator)`` (main), ids ``((task, split, bucket),
     [id, ...])`` (``ids``, for the uniqueness check), and one record per row-hook drop or data error.
     """
@@ -246,18 +264,24 @@ class ConvertShard(_Counted):
         self.train_filter = train_filter
         self.batch_size = batch_size
 
-    def process(self, unit: Unit) -> Iterator[Any]:
-        name, split = unit.task, unit.split
+    def process(self, units: Sequence[Unit]) -> Iterator[Any]:
+        """Convert and write the shards of one pass (`passes`), reading their split once."""
+        name, split = units[0].task, units[0].split
         paths = [Path(p) for p in self.files[(name, split)]]
-        cache, shard = TextCache(), ShardRows(self.batch_size)
+        cache, shard, done = TextCache(), ShardRows(self.batch_size), 0
         try:
-            for seq, example in read_range(self.tasks[name], unit, paths, self.options[name]):
-                yield from self.convert(unit, seq, example, cache, shard)
+            for k, seq, example in read_ranges(self.tasks[name], units, paths, self.options[name]):
+                while done < k:  # the read is past that unit's range: its shard is complete
+                    yield from self.finish(units[done], shard)
+                    shard, done = ShardRows(self.batch_size), done + 1
+                yield from self.convert(units[k], seq, example, cache, shard)
         except DataError as err:  # the reader failed on a second read (PlanSplit read it without error)
             self.inc(name, split, "errors")
             yield beam.pvalue.TaggedOutput(ERRORS, error_record(err, name, split))
             return
-        yield from self.finish(unit, shard)
+        for unit in units[done:]:
+            yield from self.finish(unit, shard)
+            shard = ShardRows(self.batch_size)
 
     def convert(self, unit: Unit, seq: int, example: Example, cache: TextCache, shard: ShardRows) -> Iterator[Any]:
         """Convert one example into `shard`, or emit its drop or data-error record."""

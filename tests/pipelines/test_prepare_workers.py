@@ -124,3 +124,30 @@ def test_only_worker_processes_skip_the_final_garbage_collection(monkeypatch):
     monkeypatch.setenv("CONTROL_API_SERVICE_DESCRIPTOR", "url: 'localhost:1'")
     assert beam_options.fast_worker_exit() and beam_options.fast_worker_exit()
     assert registered == [gc.freeze]
+
+
+def test_a_pass_reads_its_split_once_for_all_its_shards():
+    """A bin's contiguous shards of one split are one pass (read once, in reader order: linear time in the
+    split's size); a round-robin shard, which holds positions of the whole split, is a pass of its own."""
+    from types import SimpleNamespace
+
+    from deca.registry import Example
+
+    reads = []
+
+    def read(split, paths, options):
+        reads.append(split)
+        for i in range(12):
+            yield Dropped(id=str(i), reason="x") if i == 4 else Example(str(i), "c", "q", "a")
+
+    task = SimpleNamespace(read=read)
+    ranges = [T.Unit("t", "train", s, 3 * s, 3 * s + 3, 1, 0) for s in (2, 0, 1)]
+    round_robin = T.Unit("t", "train", 7, 1, 12, 4, 0)
+    other = T.Unit("u", "test", 0, 0, 2, 1, 0)
+    got = list(T.passes([other, *ranges, round_robin]))
+    assert got == [tuple(sorted(ranges, key=lambda u: u.start)), (round_robin,), (other,)]
+    read_back = [(k, seq, ex.id) for k, seq, ex in T.read_ranges(task, got[0], [], None)]
+    assert read_back == [(0, 0, "0"), (0, 1, "1"), (0, 2, "2"), (1, 3, "3"), (1, 5, "5"),
+                         (2, 6, "6"), (2, 7, "7"), (2, 8, "8")]
+    assert reads == ["train"]  # one read, which stopped after position 8
+    assert [seq for _, seq, _ in T.read_ranges(task, got[1], [], None)] == [1, 5, 9]
