@@ -13,9 +13,11 @@ their official formats at `base x multiple` of the paper's Table 1 sizes (1x = 2
   token budget training uses), then one epoch of every task's batches as rows (`next_batch`).
 
 Each step runs in its own process tree; its wall time and peak memory are measured from outside: the
-peak of the tree's summed RSS (polled every 50 ms) and the peak RSS of the largest process (the kernel's
-maxrss from wait4). The table gives examples/s and the ratios to 1x; the last lines extrapolate time
-(linear fit over the sizes) and memory to the full Table 1 size and to the whole decathlon. Nothing is
+peak of the tree's summed RSS (polled every 50 ms), of its anonymous part (RSS less file-backed pages:
+libraries and memory-mapped data, page cache the OS can drop) and the peak RSS of the largest process
+(the kernel's maxrss from wait4). The table gives examples/s and the ratios to 1x; the last lines
+extrapolate time and memory (linear fits over the sizes) to the full Table 1 size and to the whole
+decathlon. `--multiples 50` measures the full size itself (2.5 GB of corpora under --work). Nothing is
 asserted: the machine may be shared (the load average is printed).
 """
 from __future__ import annotations
@@ -39,9 +41,9 @@ from bench import synth_corpora as synth  # noqa: E402
 
 BIN = ROOT / ".venv" / "bin"
 TASKS = synth.TASKS  # corpus -> task
+STEPS = ("prepare", "vocab", "loader")
 # Table 1 training examples of the six tasks not generated here; estimated at MultiNLI's measured cost per
 # example (all are sentence-level: a sentence or two of context, a short answer).
-STEPS = ("prepare", "vocab", "loader")
 OTHER_TRAIN = {"iwslt.en.de": 196884, "wikisql": 56355, "sst": 6920, "srl": 6414, "woz.en": 2536, "schema": 80}
 
 
@@ -195,18 +197,20 @@ def extrapolate(results: dict[int, dict], multiples: list[int], base: float) -> 
         xs = [results[k][step]["examples"] for k in multiples]
         a_t, b_t = fit(xs, [results[k][step]["seconds"] for k in multiples])
         a_m, b_m = fit(xs, [results[k][step]["tree_mb"] for k in multiples])
+        a_a, b_a = fit(xs, [results[k][step]["anon_mb"] for k in multiples])
         full = xs[0] / (base * multiples[0])
         t, mem = a_t + b_t * full, a_m + b_m * full
-        lines.append(f"  {step:<24} {full:>11,.0f} examples  {t / 60:>7.1f} min  peak {mem:>7.0f} MB "
-                     f"(fit: {b_m * 1e5:+.1f} MB per 100k examples)")
+        lines.append(f"  {step:<24} {full:>11,.0f} examples  {t / 60:>5.1f} min  RSS {mem:>5.0f} MB "
+                     f"({b_m * 1e5:+.1f} per 100k examples), anonymous {a_a + b_a * full:>5.0f} MB")
         if step.startswith("prepare"):
             total_s += t
         if step == "prepare multinli.in.out":
             other = b_t * sum(OTHER_TRAIN.values())
-    lines.append(f"  prepare, the four corpora: {total_s / 60:.0f} min in one process; the six other decaNLP tasks "
-                 f"({sum(OTHER_TRAIN.values()):,} training examples) at MultiNLI's cost per example: "
-                 f"{other / 60:.0f} min more; whole decathlon about {(total_s + other) / 60:.0f} min "
-                 "(divide by the Beam workers: `--direct_num_workers`, or a cluster)")
+    if total_s:
+        lines.append(f"  prepare, the four corpora: {total_s / 60:.0f} min in one process; the six other decaNLP tasks "
+                     f"({sum(OTHER_TRAIN.values()):,} training examples) at MultiNLI's cost per example: "
+                     f"{other / 60:.1f} min more; whole decathlon about {(total_s + other) / 60:.0f} min "
+                     "(divide by the Beam workers: `--direct_num_workers`, or a cluster)")
     return "\n".join(lines)
 
 
@@ -242,7 +246,8 @@ def main() -> int:
           f"{args.base:.1%} of Table 1 (SQuAD, CNN/DM, MultiNLI, QA-ZRE; Beam flags: {args.beam_args or 'none'}; "
           f"{os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f})")
     print(fmt_table(results, multiples))
-    print(extrapolate(results, multiples, args.base))
+    if len(multiples) > 1:  # a fit needs two sizes or more
+        print(extrapolate(results, multiples, args.base))
     if args.json:
         args.json.write_text(json.dumps({"base": args.base, "results": results}, indent=1))
     return 0

@@ -33,8 +33,6 @@ from deca.schema import EXAMPLE_SCHEMA, shards, split_dir
 
 ANSWER_WEIGHT = 5
 TOKEN_COLUMNS = ("context_tokens", "question_tokens", "answer_tokens")
-
-
 SHARE_BATCH_ROWS = 4096  # rows read from Parquet (and written to the share file) at a time
 
 
