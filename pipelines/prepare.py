@@ -39,6 +39,7 @@ from deca.errors import ConfigError, DataError, DecaError
 from deca.registry import SPLITS, Task, all_tasks, get_task
 from pipelines import sinks, stats
 from pipelines import transforms as T
+from pipelines import units as U
 
 LOG = logging.getLogger(__name__)
 
@@ -146,7 +147,7 @@ def build(p: beam.Pipeline, job: PrepareJob, staging_root: str, bins: int = 1) -
                | "Plan" >> beam.ParDo(T.PlanSplit(tasks, options, files, job.rows_per_shard, job.num_shards))
                .with_outputs(T.DROPPED, T.ERRORS, main="units"))
     converted = (planned.units
-                 | "Balance" >> T.BalanceUnits(bins)
+                 | "Balance" >> U.BalanceUnits(bins)
                  | "Convert" >> beam.ParDo(T.ConvertShard(tasks, options, files, staging_root, job.lowercase,
                                                           job.train_filter, job.batch_size))
                  .with_outputs(T.IDS, T.DROPPED, T.ERRORS, main="stats"))
@@ -169,7 +170,7 @@ def build(p: beam.Pipeline, job: PrepareJob, staging_root: str, bins: int = 1) -
 
     _ = ((planned.errors, converted.errors, duplicates)
          | "AllErrors" >> beam.Flatten()
-         | "CollectErrors" >> T.Gather()
+         | "CollectErrors" >> U.Gather()
          | "WriteErrors" >> beam.Map(T.write_errors, staging_root))
 
 

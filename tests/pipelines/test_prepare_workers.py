@@ -14,6 +14,7 @@ from deca.registry import Dropped, all_tasks, get_task
 from deca.schema import EXAMPLE_SCHEMA
 from pipelines import beam_options, prepare, sinks
 from pipelines import transforms as T
+from pipelines import units as U
 from pipelines.rows import TextCache, to_row
 
 TWO_PROCESSES = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
@@ -68,15 +69,15 @@ def test_two_worker_processes_write_the_bytes_of_one_worker(fixture_corpora, tmp
 
 
 def test_units_are_balanced_costliest_first_and_deterministically():
-    units = [T.Unit("t", "train", i, 0, 1, 1, cost) for i, cost in enumerate([5, 9, 4, 3, 3, 1])]
-    bins = list(T.assign_bins(units, 2))
+    units = [U.Unit("t", "train", i, 0, 1, 1, cost) for i, cost in enumerate([5, 9, 4, 3, 3, 1])]
+    bins = list(U.assign_bins(units, 2))
     assert [u.cost for _, u in bins] == [9, 5, 4, 3, 3, 1]
     load = {0: 0, 1: 0}
     for b, unit in bins:
         load[b] += unit.cost
     assert load == {0: 13, 1: 12}
-    assert bins == list(T.assign_bins(list(reversed(units)), 2))
-    assert [b for b, _ in T.assign_bins(units, 0)] == list(range(6))  # unknown parallelism: a bin per unit
+    assert bins == list(U.assign_bins(list(reversed(units)), 2))
+    assert [b for b, _ in U.assign_bins(units, 0)] == list(range(6))  # unknown parallelism: a bin per unit
 
 
 def test_units_cover_every_reader_position_once():
@@ -86,7 +87,7 @@ def test_units_cover_every_reader_position_once():
     robin = T.PlanSplit({}, {}, {}, num_shards=3)
     units = list(robin.units("t", "train", 7, {0: 1, 1: 1, 2: 1}))
     assert sorted(p for u in units for p in u.positions) == list(range(7))
-    assert all(T.shard_of(p, 4, 3) == u.shard for u in units for p in u.positions)
+    assert all(U.shard_of(p, 4, 3) == u.shard for u in units for p in u.positions)
 
 
 def test_the_text_cache_gives_the_rows_of_the_plain_path(fixture_corpora):
@@ -141,13 +142,13 @@ def test_a_pass_reads_its_split_once_for_all_its_shards():
             yield Dropped(id=str(i), reason="x") if i == 4 else Example(str(i), "c", "q", "a")
 
     task = SimpleNamespace(read=read)
-    ranges = [T.Unit("t", "train", s, 3 * s, 3 * s + 3, 1, 0) for s in (2, 0, 1)]
-    round_robin = T.Unit("t", "train", 7, 1, 12, 4, 0)
-    other = T.Unit("u", "test", 0, 0, 2, 1, 0)
-    got = list(T.passes([other, *ranges, round_robin]))
+    ranges = [U.Unit("t", "train", s, 3 * s, 3 * s + 3, 1, 0) for s in (2, 0, 1)]
+    round_robin = U.Unit("t", "train", 7, 1, 12, 4, 0)
+    other = U.Unit("u", "test", 0, 0, 2, 1, 0)
+    got = list(U.passes([other, *ranges, round_robin]))
     assert got == [tuple(sorted(ranges, key=lambda u: u.start)), (round_robin,), (other,)]
-    read_back = [(k, seq, ex.id) for k, seq, ex in T.read_ranges(task, got[0], [], None)]
+    read_back = [(k, seq, ex.id) for k, seq, ex in U.read_ranges(task, got[0], [], None)]
     assert read_back == [(0, 0, "0"), (0, 1, "1"), (0, 2, "2"), (1, 3, "3"), (1, 5, "5"),
                          (2, 6, "6"), (2, 7, "7"), (2, 8, "8")]
     assert reads == ["train"]  # one read, which stopped after position 8
-    assert [seq for _, seq, _ in T.read_ranges(task, got[1], [], None)] == [1, 5, 9]
+    assert [seq for _, seq, _ in U.read_ranges(task, got[1], [], None)] == [1, 5, 9]
