@@ -49,6 +49,7 @@ from train.layers import (BiLSTM, Coattention, DecoderLayer, DecoderLSTM, Encode
                           positional_encodings)
 from train.vectors import VectorSource, open_source
 from train.vocab import EOS_ID, INIT_ID, PAD_ID, UNK_ID, Vocab
+from train.vocab_log_prob import vocab_log_prob
 
 NEG = -1e9  # log-weight of "no such source" (finite: keeps gradients free of NaN)
 
@@ -221,8 +222,8 @@ class MQAN(nn.Module):
               if self.arch.question_pointer else None)
         return sv, sq
 
-    def _target_log_probs(self, logits, sv, sq, log_ac, c_ext, log_aq, q_ext, y):
-        """log p(y) of the mixture, Eq. 13, per row. logits [N, V]; log_a*/ *_ext [N, L|M]; y [N].
+    def _target_log_probs(self, feats, sv, sq, log_ac, c_ext, log_aq, q_ext, y):
+        """log p(y) of the mixture, Eq. 13, per row. feats [N, d] (the input of W_v); log_a*/ *_ext [N, L|M]; y [N].
 
         A target no source can produce (for catt: a batch-local token found only in the question) counts
         as UNK, so the loss stays bounded.
@@ -233,7 +234,7 @@ class MQAN(nn.Module):
             reachable |= (q_ext == y[:, None]).any(-1)
         y = torch.where(reachable, y, UNK_ID)
         gen = y < self.generative_size
-        lpv = (-F.cross_entropy(logits, torch.where(gen, y, 0), reduction="none")).masked_fill(~gen, NEG)
+        lpv = vocab_log_prob(feats, self.out.weight, self.out.bias, torch.where(gen, y, 0)).masked_fill(~gen, NEG)
         lpc = log_ac.masked_fill(c_ext != y[:, None], NEG).logsumexp(-1)
         lg, l1g = F.logsigmoid(sv), F.logsigmoid(-sv)
         terms = [lg + lpv, l1g + lpc]
@@ -319,9 +320,9 @@ class MQAN(nn.Module):
         x, h, ctx, log_ac, qctx, log_aq = outs
         b = mask.nonzero()[:, 0]  # example of each selected position, [N]
         sv, sq = self._switches(x[mask], h[mask], ctx[mask], None if qctx is None else qctx[mask])
-        logits = self._logits(ctx[mask])  # [N, V]: only real answer positions
+        feats = self.drop(ctx[mask])  # [N, d]: the input of W_v (Eq. 11) at the real answer positions only
         q = (log_aq[mask], enc.question_ext[b]) if log_aq is not None else (None, None)
-        return logits, sv, sq, log_ac[mask], enc.context_ext[b], q[0], q[1]
+        return feats, sv, sq, log_ac[mask], enc.context_ext[b], q[0], q[1]
 
     def token_log_probs(self, batch: Batch, targets: torch.Tensor | None = None,
                         mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -344,7 +345,8 @@ class MQAN(nn.Module):
                       mask: torch.Tensor | None = None) -> torch.Tensor:
         """[B, T, X] mixed output distributions under teacher forcing (0 rows at padding). For tests/analysis."""
         enc, targets, mask, outs = self._teacher_forced(batch, targets, mask)
-        p = self._distribution(*self._select(enc, mask, outs), batch.extended_size)
+        feats, *rest = self._select(enc, mask, outs)
+        p = self._distribution(self.out(feats), *rest, batch.extended_size)
         out = p.new_zeros(*mask.shape, p.shape[-1])
         out[mask] = p
         return out
