@@ -10,6 +10,7 @@ same number of steps.
 
     .venv/bin/python bench/model.py                 # defaults: 3 timed steps after 1 warm-up
     .venv/bin/python bench/model.py --steps 10 --threads 2
+    .venv/bin/python bench/model.py --phases        # where the time goes (each phase's share)
 """
 from __future__ import annotations
 
@@ -143,6 +144,94 @@ def bench_decode(model, rows, vocab, steps: int, incremental: bool) -> tuple[dic
             "ctx padded": b.context.ext.shape[1], "peak RSS GB": peak_rss_gb()}, out.tokens
 
 
+class PhaseTimer:
+    """Wall time spent inside `model.encode` and inside the vocabulary projection `model.out` (W_v, Eq. 11),
+    measured in place during the real calls (a wrapper and forward hooks), until `close()`."""
+
+    def __init__(self, model) -> None:
+        self.model, self.seconds, self._start = model, Counter(), 0.0
+        encode = model.encode
+
+        def timed_encode(*args, **kwargs):
+            t0 = time.perf_counter()
+            out = encode(*args, **kwargs)
+            self.seconds["encoder"] += time.perf_counter() - t0
+            return out
+
+        model.encode = timed_encode
+        self._hooks = [model.out.register_forward_pre_hook(lambda *_: self._tick()),
+                       model.out.register_forward_hook(lambda *_: self._tock())]
+
+    def _tick(self) -> None:
+        self._start = time.perf_counter()
+
+    def _tock(self) -> None:
+        self.seconds["vocabulary projection"] += time.perf_counter() - self._start
+
+    def close(self) -> None:
+        del self.model.encode  # the class's method again
+        for h in self._hooks:
+            h.remove()
+
+
+def train_phases(model, batches, vocab, steps: int) -> dict[str, float]:
+    """Seconds per training step in each phase (forward: encoder, decoder and loss; backward; clipping and
+    Adam), after one untimed step."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    model.train()
+    rng, acc = random.Random(0), Counter()
+    for i in range(steps + 1):
+        b = collate(rng.choice(batches), vocab)
+        timer = PhaseTimer(model)
+        t0 = time.perf_counter()
+        loss = model(b)
+        t1 = time.perf_counter()
+        timer.close()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t2 = time.perf_counter()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        t3 = time.perf_counter()
+        if i:
+            enc = timer.seconds["encoder"]
+            acc.update({"forward: encoder": enc, "forward: decoder + loss": t1 - t0 - enc, "backward": t2 - t1,
+                        "clip + Adam": t3 - t2})
+    return {k: v / steps for k, v in acc.items()}
+
+
+def decode_phases(model, rows, vocab, steps: int) -> dict[str, float]:
+    """Seconds of one greedy decoding of `rows` (`steps` forced steps) in each phase: the encoder, the
+    vocabulary projection W_v c~_t, the rest; after one untimed decoding of the same batch."""
+    b = collate(rows, vocab)
+    model.eval()
+    with torch.inference_mode():
+        model.greedy(b, max_len=steps)
+        timer = PhaseTimer(model)
+        t0 = time.perf_counter()
+        model.greedy(b, max_len=steps)
+        total = time.perf_counter() - t0
+        timer.close()
+    return {**timer.seconds, "the rest (decoder layers, LSTM, attention, mixture and its argmax)":
+            total - sum(timer.seconds.values())}
+
+
+def print_phases(model, data: dict, decode_rows: dict, vocab: Vocab, args) -> None:
+    """Where the time goes: each phase's share of a training step and of a greedy decoding."""
+    for task in ("squad", "sst"):
+        phases = train_phases(model, budget_batches(data[task], args.budget), vocab, args.steps)
+        total = sum(phases.values())
+        print(f"  train step, {task}: {total:.2f} s; "
+              + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in phases.items()))
+    with torch.no_grad():
+        model.out.bias[EOS_ID] = -1e4
+    for task in ("sst", "squad"):
+        phases = decode_phases(model, decode_rows[task], vocab, args.decode_steps)
+        total = sum(phases.values())
+        print(f"  greedy, {task}, {args.decode_steps} steps: {total:.2f} s; "
+              + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in phases.items()))
+
+
 def bench_config(args, head_dim: int | None, vocab: Vocab, vectors: VectorSource, data: dict,
                  decode_rows: dict) -> list:
     """Training steps and greedy decoding of one model configuration: [(label, original key, result)]."""
@@ -188,6 +277,8 @@ def main(argv=None) -> int:
                          "67, the original's head size, one after the other, each in its own process)")
     ap.add_argument("--default-malloc", action="store_true",
                     help="leave glibc's malloc thresholds as they are (train/allocator.py), to measure their effect")
+    ap.add_argument("--phases", action="store_true",
+                    help="instead of the table: where the time of a training step and of greedy decoding goes")
     ap.add_argument("--raw", type=Path, default=SHARED, help=f"corpora mirror (default {SHARED})")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -211,6 +302,12 @@ def main(argv=None) -> int:
     vocab = make_vocab([r for rows in data.values() for r in rows], 50000)
     vectors = VectorSource.from_arrays("random-400", [t.strip() for t in vocab.itos],
                                        torch.randn(len(vocab), 400).numpy())
+    if args.phases:
+        cfg = ModelConfig(variant=args.variant, head_dim=args.head_dim or None, word_vectors=None, char_ngram_dim=0,
+                          embedding_dim=0)
+        print(f"where the time goes, heads {cfg.heads} x {args.head_dim or cfg.dimension}, {args.threads} threads:")
+        print_phases(build_model(cfg, vocab, word_vectors=vectors), data, decode_rows, vocab, args)
+        return 0
     results = bench_config(args, args.head_dim or None, vocab, vectors, data, decode_rows)
     cols = ["examples/batch", "ctx mean", "ctx padded", "s/step", "examples/s", "answer tok/s", "peak RSS GB"]
     print("\n| phase | " + " | ".join(cols) + " | original examples/s, peak RSS (§9) | speed-up vs original "
