@@ -110,6 +110,18 @@ def histories(outcome) -> dict[str, list[tuple[int, float]]]:
     return out
 
 
+def find_pretrained(given: str | None, readme: Path) -> Path:
+    """The pretrained run directory: `given`, or the latest fully joint run of the README experiment; exits
+    with the command that makes one when there is none."""
+    runs = [Path(given)] if given else sorted((readme / "checkpoints").glob("fully-joint-*"))
+    if not runs or not (runs[-1] / "deca_run.json").is_file():
+        where = given or f"{readme / 'checkpoints'}/fully-joint-*"
+        sys.exit(f"error: {where}: no trained run with a deca_run.json; train the pretrained model first:\n"
+                 "  .venv/bin/python experiments/experiment_multitask.py --joint-minutes 20 --single-tasks "
+                 "--overlay infra/params/glove.yaml --set train.val_every=250\nor pass --pretrained RUN_DIR")
+    return runs[-1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pretrained", default=None, help="run directory of the pretrained model (default: the "
@@ -125,7 +137,10 @@ def main() -> None:
     import experiment_sst as ex  # a sibling script (experiments/ is on sys.path)
 
     readme = ROOT / "checkpoints" / "readme-experiment"
-    pretrained = Path(args.pretrained) if args.pretrained else sorted((readme / "checkpoints").glob("fully-joint-*"))[-1]
+    pretrained = find_pretrained(args.pretrained, readme)
+    if not XML.is_dir():
+        sys.exit(f"error: {XML}: the IWSLT14 de-en XML files are not there; "
+                 "put ../shared/corpora beside the repository")
     workdir = Path(args.workdir).resolve()
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir / 'mlflow.db'}")
     files = write_jsonl(workdir / TASK)

@@ -67,7 +67,11 @@ def main() -> None:
     ap.add_argument("report", help="report-transfer.json of experiments/transfer_iwslt.py")
     ap.add_argument("--out", default="docs/results/transfer", help="output prefix (.png, .json)")
     args = ap.parse_args()
-    report = json.loads(Path(args.report).read_text())
+    try:
+        report = json.loads(Path(args.report).read_text())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"error: {args.report}: cannot read the report ({exc}); "
+                         "run experiments/transfer_iwslt.py first")
     out = Path(args.out)
     plot(report, out.with_suffix(".png"))
     out.with_suffix(".json").write_text(json.dumps(report, indent=1))
