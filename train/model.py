@@ -9,10 +9,9 @@ Variants (`ModelConfig.variant`), each adding to the previous one:
 
 One computation for training and decoding: `token_log_probs` (teacher forcing) and `greedy` call
 the same step functions; greedy keeps the keys/values of past decoder positions and of C_fin, so
-nothing is recomputed. The loss needs only each target's probability, computed in log space from
-the three sources (no extended-vocabulary distribution is built in training):
-    log p(y) = logsumexp(log g + log p_v(y), log (1-g) l + log sum_{c_i=y} a^C_i,
-                         log (1-g)(1-l) + log sum_{q_i=y} a^Q_i)        (Eq. 13)
+nothing is recomputed. The output distribution (Eq. 13) lives in train/mixture.py: the loss needs only
+each target's probability, computed in log space from the three sources, and greedy decoding only the
+most probable token, so neither builds the extended-vocabulary distribution.
 Shapes: B batch, L context, M question, T answer steps, d dimension, V generative vocabulary,
 X extended vocabulary of the batch (V + batch-local tokens), N selected answer positions.
 
@@ -45,13 +44,11 @@ from deca.config import ModelConfig
 from deca.text import detokenize
 from train.batch import Batch, Sequences
 from train.inputs import Featurizer, InputEmbedding
+from train import mixture
 from train.layers import (BiLSTM, Coattention, DecoderLayer, DecoderLSTM, EncoderLayer, KVCache, PointerAttention,
                           positional_encodings)
 from train.vectors import VectorSource, open_source
 from train.vocab import EOS_ID, INIT_ID, PAD_ID, UNK_ID, Vocab
-from train.vocab_log_prob import vocab_log_prob
-
-NEG = -1e9  # log-weight of "no such source" (finite: keeps gradients free of NaN)
 
 
 @dataclass(frozen=True)
@@ -222,76 +219,6 @@ class MQAN(nn.Module):
               if self.arch.question_pointer else None)
         return sv, sq
 
-    def _target_log_probs(self, feats, sv, sq, log_ac, c_ext, log_aq, q_ext, y):
-        """log p(y) of the mixture, Eq. 13, per row. feats [N, d] (the input of W_v); log_a*/ *_ext [N, L|M]; y [N].
-
-        A target no source can produce (for catt: a batch-local token found only in the question) counts
-        as UNK, so the loss stays bounded.
-        """
-        gen = y < self.generative_size
-        reachable = gen | (c_ext == y[:, None]).any(-1)
-        if self.arch.question_pointer:
-            reachable |= (q_ext == y[:, None]).any(-1)
-        y = torch.where(reachable, y, UNK_ID)
-        gen = y < self.generative_size
-        lpv = vocab_log_prob(feats, self.out.weight, self.out.bias, torch.where(gen, y, 0)).masked_fill(~gen, NEG)
-        lpc = log_ac.masked_fill(c_ext != y[:, None], NEG).logsumexp(-1)
-        lg, l1g = F.logsigmoid(sv), F.logsigmoid(-sv)
-        terms = [lg + lpv, l1g + lpc]
-        if self.arch.question_pointer:
-            lpq = log_aq.masked_fill(q_ext != y[:, None], NEG).logsumexp(-1)
-            terms = [lg + lpv, l1g + F.logsigmoid(sq) + lpc, l1g + F.logsigmoid(-sq) + lpq]
-        return torch.stack(terms).logsumexp(0)
-
-    def _source_weights(self, sv, sq):
-        """[..., 3]: gamma, (1-gamma) lambda, (1-gamma)(1-lambda) (lambda = 1 without a question pointer)."""
-        g = torch.sigmoid(sv)
-        lam = torch.sigmoid(sq) if sq is not None else torch.ones_like(g)
-        return torch.stack([g, (1 - g) * lam, (1 - g) * (1 - lam)], -1)
-
-    def _distribution(self, logits, sv, sq, log_ac, c_ext, log_aq, q_ext, size: int):
-        """The full mixed distribution over the extended vocabulary, [N, X] (decoding and tests only)."""
-        w = self._source_weights(sv, sq)  # [N, 3]
-        p = logits.new_zeros(logits.shape[0], size)
-        p[:, : self.generative_size] = w[:, :1] * logits.softmax(-1)
-        p.scatter_add_(1, c_ext, w[:, 1:2] * log_ac.exp())
-        if self.arch.question_pointer:
-            p.scatter_add_(1, q_ext, w[:, 2:3] * log_aq.exp())
-        return p
-
-    def _choose(self, logits, w, log_ac, c_ext, log_aq, q_ext, size: int):
-        """The most probable token of the mixture (Eq. 13) and its log-probability: ([N], [N]).
-
-        Same result as the argmax of `_distribution` (ties go to the lower id), without building it: the
-        generative part is softmax(logits) scaled in place, the pointer mass is added onto it for ids in
-        the generative vocabulary and onto a small [N, X - V] block for batch-local ids.
-        """
-        V = self.generative_size
-        gen = torch.softmax(logits, -1).mul_(w[:, :1])  # [N, V]
-        local = gen.new_zeros(gen.shape[0], size - V)  # [N, X - V]
-        sources = [(c_ext, w[:, 1:2] * log_ac.exp())]
-        if self.arch.question_pointer:
-            sources.append((q_ext, w[:, 2:3] * log_aq.exp()))
-        for ext, mass in sources:
-            in_gen = ext < V
-            gen.scatter_add_(1, torch.where(in_gen, ext, 0), mass.masked_fill(~in_gen, 0.0))
-            if size > V:
-                local.scatter_add_(1, torch.where(in_gen, 0, ext - V), mass.masked_fill(in_gen, 0.0))
-        best, y = gen.max(-1)
-        if size > V:
-            best_local, y_local = local.max(-1)
-            pick = best_local > best
-            best, y = torch.where(pick, best_local, best), torch.where(pick, y_local + V, y)
-        return y, best.log()
-
-    def _contributions(self, logits, w, log_ac, c_ext, log_aq, q_ext, y):
-        """[N, 3]: the probability of token y from the vocabulary, the context pointer and the question pointer."""
-        gen = y < self.generative_size
-        p_vocab = logits.softmax(-1).gather(1, torch.where(gen, y, 0)[:, None])[:, 0] * gen
-        p_ctx = (log_ac.exp() * (c_ext == y[:, None])).sum(-1)
-        p_q = (log_aq.exp() * (q_ext == y[:, None])).sum(-1) if self.arch.question_pointer else torch.zeros_like(p_ctx)
-        return w * torch.stack([p_vocab, p_ctx, p_q], -1)
-
     # ---- teacher forcing --------------------------------------------------------------------------------
     def _teacher_forced(self, batch: Batch, targets: torch.Tensor | None, mask: torch.Tensor | None = None):
         """Run the decoder on the gold answer, or on `targets` (extended ids [B, T]; `mask` [B, T] marks the
@@ -328,13 +255,13 @@ class MQAN(nn.Module):
                         mask: torch.Tensor | None = None) -> torch.Tensor:
         """[B, T] log p of each answer target (gold, or `targets` / `mask`), 0 at padding."""
         enc, targets, mask, outs = self._teacher_forced(batch, targets, mask)
-        lp = self._target_log_probs(*self._select(enc, mask, outs), targets[mask])
+        lp = mixture.target_log_probs(self.out, *self._select(enc, mask, outs), targets[mask])
         return torch.zeros(mask.shape, dtype=lp.dtype, device=lp.device).masked_scatter(mask, lp)
 
     def forward(self, batch: Batch, reduction: str = "mean") -> torch.Tensor:
         """Token-level NLL of the gold answers: mean (default) or sum over the non-pad answer tokens."""
         enc, targets, mask, outs = self._teacher_forced(batch, None)
-        nll = -self._target_log_probs(*self._select(enc, mask, outs), targets[mask])
+        nll = -mixture.target_log_probs(self.out, *self._select(enc, mask, outs), targets[mask])
         if reduction == "sum":
             return nll.sum()
         if reduction != "mean":
@@ -345,8 +272,8 @@ class MQAN(nn.Module):
                       mask: torch.Tensor | None = None) -> torch.Tensor:
         """[B, T, X] mixed output distributions under teacher forcing (0 rows at padding). For tests/analysis."""
         enc, targets, mask, outs = self._teacher_forced(batch, targets, mask)
-        feats, *rest = self._select(enc, mask, outs)
-        p = self._distribution(self.out(feats), *rest, batch.extended_size)
+        feats, sv, sq, *sources = self._select(enc, mask, outs)
+        p = mixture.distribution(self.out(feats), mixture.source_weights(sv, sq), *sources, batch.extended_size)
         out = p.new_zeros(*mask.shape, p.shape[-1])
         out[mask] = p
         return out
@@ -378,6 +305,7 @@ class MQAN(nn.Module):
             memory = [layer.ctx_attn.keys_values(enc.context) for layer in self.decoder_layers]
             caches = [KVCache(max_len) for _ in self.decoder_layers]
         prefix = prev
+        candidates = mixture.Candidates.of(enc.context_ext, enc.question_ext if self.arch.question_pointer else None)
         done = torch.zeros(B, dtype=torch.bool, device=prev.device)
         ids, lps, weights, finished, parts = [], [], [], [], []
         for t in range(max_len):
@@ -387,11 +315,11 @@ class MQAN(nn.Module):
                 x = self._answer_features(enc, prefix)[:, -1]
             h, state, ctx, log_ac, qctx, log_aq = self._step(enc, x, state, ctx)
             sv, sq = self._switches(x, h, ctx, qctx)
-            logits = self._logits(ctx)
-            w = self._source_weights(sv, sq)
-            y, lp = self._choose(logits, w, log_ac, enc.context_ext, log_aq, enc.question_ext, batch.extended_size)
+            p_vocab = torch.softmax(self._logits(ctx), -1)  # [B, V]
+            w = mixture.source_weights(sv, sq)
+            y, lp = mixture.choose(p_vocab, w, log_ac, log_aq, candidates)
             if explain:
-                parts.append(self._contributions(logits, w, log_ac, enc.context_ext, log_aq, enc.question_ext, y))
+                parts.append(mixture.contributions(p_vocab, w, log_ac, enc.context_ext, log_aq, enc.question_ext, y))
             finished.append(done.clone())
             ids.append(y)
             lps.append(lp)
