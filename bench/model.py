@@ -237,9 +237,9 @@ def bench_config(args, head_dim: int | None, vocab: Vocab, vectors: VectorSource
     """Training steps and greedy decoding of one model configuration: [(label, original key, result)]."""
     torch.manual_seed(args.seed)
     cfg = ModelConfig(variant=args.variant, head_dim=head_dim, word_vectors=None, char_ngram_dim=0,
-                      embedding_dim=0)
+                      embedding_dim=0, recompute_encoder=args.recompute_encoder)
     model = build_model(cfg, vocab, word_vectors=vectors)
-    name = f"heads {cfg.heads} x {head_dim or cfg.dimension}"
+    name = f"heads {cfg.heads} x {head_dim or cfg.dimension}" + (", recompute encoder" if cfg.recompute_encoder else "")
     print(f"{cfg.variant}, {name}: {count_parameters(model):,} trainable parameters; generative vocabulary "
           f"{vocab.generative_size:,}; {args.threads} threads", flush=True)
     results = []
@@ -275,6 +275,8 @@ def main(argv=None) -> int:
     ap.add_argument("--head-dim", type=int, default=None,
                     help="only this attention head size, 0 for d (default: both d, the paper and params.yaml, and "
                          "67, the original's head size, one after the other, each in its own process)")
+    ap.add_argument("--recompute-encoder", action="store_true",
+                    help="model.recompute_encoder: rerun the encoder arms in the backward pass (memory for time)")
     ap.add_argument("--default-malloc", action="store_true",
                     help="leave glibc's malloc thresholds as they are (train/allocator.py), to measure their effect")
     ap.add_argument("--phases", action="store_true",
@@ -304,7 +306,7 @@ def main(argv=None) -> int:
                                        torch.randn(len(vocab), 400).numpy())
     if args.phases:
         cfg = ModelConfig(variant=args.variant, head_dim=args.head_dim or None, word_vectors=None, char_ngram_dim=0,
-                          embedding_dim=0)
+                          embedding_dim=0, recompute_encoder=args.recompute_encoder)
         print(f"where the time goes, heads {cfg.heads} x {args.head_dim or cfg.dimension}, {args.threads} threads:")
         print_phases(build_model(cfg, vocab, word_vectors=vectors), data, decode_rows, vocab, args)
         return 0

@@ -97,6 +97,9 @@ class ModelConfig:
     # the real token. Not in the paper; 0 = the paper.
     word_dropout: float = 0.0
     max_answer_length: int = 100
+    # training only: run each encoder arm (Eqs. 20-27) again in the backward pass instead of keeping its
+    # activations (activation checkpointing): less memory for long contexts, slower steps, same results
+    recompute_encoder: bool = False
 
 
 @dataclass

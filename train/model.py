@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 
 from deca.config import ModelConfig
 from deca.text import detokenize
@@ -92,11 +92,17 @@ class GreedyOutput:
 
 
 class Arm(nn.Module):
-    """Compression BiLSTM, self-attentive layers, final BiLSTM (Eqs. 20-27) for one input."""
+    """Compression BiLSTM, self-attentive layers, final BiLSTM (Eqs. 20-27) for one input.
+
+    With `cfg.recompute_encoder`, training keeps only the arm's input and outputs for the backward pass
+    and runs the arm again there (activation checkpointing, with the same dropout masks): less memory for
+    long inputs, more time per step; the same values and gradients.
+    """
 
     def __init__(self, d_in: int, cfg: ModelConfig, head_dim: int):
         super().__init__()
         d, p = cfg.dimension, cfg.dropout
+        self.recompute = cfg.recompute_encoder
         self.compress = BiLSTM(d_in, d, cfg.rnn_layers, p)
         self.drop = nn.Dropout(p)
         self.layers = nn.ModuleList(EncoderLayer(d, cfg.ff_hidden, cfg.heads, head_dim, p)
@@ -104,6 +110,11 @@ class Arm(nn.Module):
         self.final = BiLSTM(d, d, cfg.rnn_layers, p)
 
     def forward(self, x: torch.Tensor, seq: Sequences):
+        if self.recompute and self.training and torch.is_grad_enabled():
+            return checkpoint(self._forward, x, seq, use_reentrant=False)
+        return self._forward(x, seq)
+
+    def _forward(self, x: torch.Tensor, seq: Sequences):
         x, _ = self.compress(x, seq.lengths)  # [B, L, d] C_com
         x = self.drop(x)
         for layer in self.layers:

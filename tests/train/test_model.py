@@ -311,3 +311,28 @@ def test_eos_ends_the_answer():
     out = model.greedy(collate(random_rows(3), VOCAB), max_len=5)
     assert out.ids.shape[1] == 1 and out.tokens == [[], [], []] and out.texts == ["", "", ""]
     assert out.lengths.tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize("variant", ["satt", "mqan"])
+def test_recomputing_the_encoder_gives_the_same_loss_and_gradients(variant):
+    b = collate(random_rows(5, seed=4), VOCAB)
+    results, saved = [], []
+    for recompute in (False, True):
+        model = tiny_model(variant, seed=5, recompute_encoder=recompute).train()  # dropout on: same masks
+        torch.manual_seed(11)
+        saved.append(0)
+
+        def count(t):
+            saved[-1] += t.numel()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(count, lambda t: t):
+            loss = model(b)
+        loss.backward()
+        results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (loss0, grads0), (loss1, grads1) = results
+    assert saved[1] < 0.8 * saved[0]  # the arms' activations are not kept
+    assert torch.allclose(loss0, loss1, atol=1e-6)
+    assert grads0.keys() == grads1.keys()
+    for name in grads0:
+        assert torch.allclose(grads0[name], grads1[name], atol=1e-6), name
