@@ -230,6 +230,23 @@ def print_phases(model, data: dict, decode_rows: dict, vocab: Vocab, args) -> No
         total = sum(phases.values())
         print(f"  greedy, {task}, {args.decode_steps} steps: {total:.2f} s; "
               + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in phases.items()))
+    print_projection_bound(model, args)
+
+
+def print_projection_bound(model, args) -> None:
+    """The most greedy decoding could gain over the original if everything but the vocabulary projection
+    were free: the original's seconds per batch (§9) over `--decode-steps` products W_v c~_t alone."""
+    x = torch.randn(args.decode_batch, model.out.in_features)
+    with torch.inference_mode():
+        model.out(x)
+        t0 = time.perf_counter()
+        for _ in range(args.decode_steps):
+            model.out(x)
+        t = time.perf_counter() - t0
+    bounds = ", ".join(f"{task} x{args.decode_batch / ORIGINAL[('decode', task)][0] / t:.1f}" for task in ("sst", "squad"))
+    print(f"  the vocabulary projection alone, [{args.decode_batch}, {model.out.in_features}] x "
+          f"[{model.out.in_features}, {model.out.out_features:,}] {args.decode_steps} times: {t:.2f} s; the most "
+          f"decoding could reach against the original with everything else free: {bounds}")
 
 
 def bench_config(args, head_dim: int | None, vocab: Vocab, vectors: VectorSource, data: dict,

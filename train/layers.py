@@ -102,6 +102,24 @@ class MultiHead(nn.Module):
                                              dropout_p=self.p if self.training else 0.0)  # [B, H, Lx, k]
         return self.wo(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], self.h * self.k))
 
+    def attend_one(self, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """`forward` for one query position over unprojected keys = values = y (decoding over C_fin, eval only).
+
+        x [B, 1, d], y [B, L, d], mask [B, L]. The same attention with the products regrouped: the query is
+        mapped back into y's space, (x W_j^X)(y W_j^Y)^T = ((x W_j^X) W_j^Y^T) y^T, and the values are projected
+        after the weighted sum, sum_l a_l (y_l W_j^Z) = (sum_l a_l y_l) W_j^Z. Each step then reads y [B, L, d]
+        twice instead of cached keys and values of [B, H, L, head_dim] each (six times as much memory traffic
+        with three heads of d).
+        """
+        B, d = x.shape[0], x.shape[-1]
+        q = self.wx(x[:, 0]).view(B, self.h, self.k).transpose(0, 1)  # [H, B, k]
+        q = torch.bmm(q, self.wy.weight.view(self.h, self.k, d)).transpose(0, 1)  # [B, H, d]
+        scores = torch.bmm(q, y.transpose(1, 2)) / self.k ** 0.5  # [B, H, L]
+        a = scores.masked_fill(~mask[:, None, :], masked_fill_value(scores.dtype)).softmax(-1)
+        summary = torch.bmm(a, y).transpose(0, 1)  # [H, B, d]
+        out = torch.bmm(summary, self.wz.weight.view(self.h, self.k, d).transpose(1, 2))  # [H, B, k]
+        return self.wo(out.transpose(0, 1).reshape(B, 1, self.h * self.k))
+
 
 class FeedForward(nn.Module):
     """max(0, X U) V (Eq. 25 without the residual, which the layers add)."""
@@ -167,10 +185,10 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x, memory_kv, memory_mask, cache=None):
-        """x [B, T, d] (T = 1 with a cache); memory_kv: keys/values of C_fin; memory_mask [B, L].
+    def forward(self, x, memory, memory_mask, cache=None):
+        """x [B, T, d] (T = 1 with a cache); memory: C_fin [B, L, d]; memory_mask [B, L]. Returns [B, T, d].
 
-        Returns output [B, T, d].
+        With a cache (decoding, eval) the attention over C_fin takes `MultiHead.attend_one`'s route.
         """
         k, v = self.self_attn.keys_values(x)  # [B, H, T, k]
         if cache is None:
@@ -180,7 +198,11 @@ class DecoderLayer(nn.Module):
             k, v = cache.append(k, v)
             mask = None  # one new position sees every cached one
         x = self.norm1(x + self.drop(self.self_attn(x, (k, v), mask)))
-        x = self.norm2(x + self.drop(self.ctx_attn(x, memory_kv, memory_mask[:, None, None, :])))
+        if cache is None or self.training:
+            attended = self.ctx_attn(x, self.ctx_attn.keys_values(memory), memory_mask[:, None, None, :])
+        else:
+            attended = self.ctx_attn.attend_one(x, memory, memory_mask)
+        x = self.norm2(x + self.drop(attended))
         return self.norm3(x + self.drop(self.ff(x)))
 
 

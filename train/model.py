@@ -193,20 +193,18 @@ class MQAN(nn.Module):
         return Encoded(c_fin, c.mask, c.ext, q_fin, q.mask, q.ext, state, feats)
 
     # ---- decoder pieces shared by teacher forcing and greedy decoding ---------------------------------
-    def _answer_features(self, enc: Encoded, inputs: torch.Tensor, offset: int = 0, caches=None, memory=None):
+    def _answer_features(self, enc: Encoded, inputs: torch.Tensor, offset: int = 0, caches=None):
         """Decoder inputs (extended ids [B, T]) -> LSTM inputs [B, T, d]: A_self, or A_proj for s2s.
 
         With `caches` (one KVCache per layer, appended to) the T positions continue a prefix of length
-        `offset` whose keys/values are cached; `memory` = per-layer keys/values of C_fin.
+        `offset` whose keys/values are cached.
         """
         a = self.dec_proj(self.embed(inputs, enc.features))  # A_proj [B, T, d]
         if not self.arch.self_attention:
             return a
         x = self.drop(a + positional_encodings(inputs.shape[1], a.shape[-1], offset, a.device))  # A_ppr
-        if memory is None:
-            memory = [layer.ctx_attn.keys_values(enc.context) for layer in self.decoder_layers]
         for i, layer in enumerate(self.decoder_layers):
-            x = layer(x, memory[i], enc.context_mask, None if caches is None else caches[i])
+            x = layer(x, enc.context, enc.context_mask, None if caches is None else caches[i])
         return x  # A_self [B, T, d]
 
     def _step(self, enc: Encoded, x: torch.Tensor, state, ctx_prev: torch.Tensor, question: bool = True):
@@ -311,9 +309,8 @@ class MQAN(nn.Module):
         B = batch.size
         prev = torch.full((B, 1), INIT_ID, dtype=torch.long, device=enc.context.device)
         state, ctx = enc.state, enc.context.new_zeros(B, enc.context.shape[-1])
-        memory = caches = None
+        caches = None
         if self.arch.self_attention and incremental:
-            memory = [layer.ctx_attn.keys_values(enc.context) for layer in self.decoder_layers]
             caches = [KVCache(max_len) for _ in self.decoder_layers]
         prefix = prev
         candidates = mixture.Candidates.of(enc.context_ext, enc.question_ext if self.arch.question_pointer else None)
@@ -321,7 +318,7 @@ class MQAN(nn.Module):
         ids, lps, weights, finished, parts = [], [], [], [], []
         for t in range(max_len):
             if incremental or not self.arch.self_attention:
-                x = self._answer_features(enc, prev, offset=t, caches=caches, memory=memory)[:, -1]
+                x = self._answer_features(enc, prev, offset=t, caches=caches)[:, -1]
             else:
                 x = self._answer_features(enc, prefix)[:, -1]
             h, state, ctx, log_ac, qctx, log_aq = self._step(enc, x, state, ctx)
