@@ -8,8 +8,8 @@ Variants (`ModelConfig.variant`), each adding to the previous one:
   qptr  + question arm and question pointer with its switch: MQAN (`mqan` is an alias)
 
 One computation for training and decoding: `token_log_probs` (teacher forcing) and `greedy` call
-the same step functions; greedy keeps the keys/values of past decoder positions and of C_fin, so
-nothing is recomputed. The output distribution (Eq. 13) lives in train/mixture.py: the loss needs only
+the same step functions; greedy keeps the keys/values of past decoder positions and attends to C_fin
+directly (`MultiHead.attend_one`), so nothing is recomputed. The output distribution (Eq. 13) lives in train/mixture.py: the loss needs only
 each target's probability, computed in log space from the three sources, and greedy decoding only the
 most probable token, so neither builds the extended-vocabulary distribution.
 Shapes: B batch, L context, M question, T answer steps, d dimension, V generative vocabulary,
@@ -42,9 +42,9 @@ from torch.utils.checkpoint import checkpoint
 
 from deca.config import ModelConfig
 from deca.text import detokenize
+from train import mixture
 from train.batch import Batch, Sequences
 from train.inputs import Featurizer, InputEmbedding
-from train import mixture
 from train.layers import (BiLSTM, Coattention, DecoderLayer, DecoderLSTM, EncoderLayer, KVCache, PointerAttention,
                           positional_encodings)
 from train.vectors import VectorSource, open_source
