@@ -79,7 +79,7 @@ def vocab_size_zero(tmp: Path):
 def truncated_checkpoint(tmp: Path):
     import torch
 
-    from train.checkpoint import read_checkpoint
+    from train.mqan.checkpoint import read_checkpoint
 
     torch.save({"format": "x", "weights": torch.zeros(1000)}, tmp / "m.pt")
     (tmp / "t.pt").write_bytes((tmp / "m.pt").read_bytes()[:200])
@@ -97,10 +97,10 @@ def other_vector_source(tmp: Path):
     import numpy as np
 
     from deca.config import ModelConfig
-    from train.checkpoint import load_checkpoint, save_checkpoint
-    from train.model import build_model
-    from train.vectors import VectorSource
-    from train.vocab import Vocab
+    from train.mqan.checkpoint import load_checkpoint, save_checkpoint
+    from train.mqan.model import build_model
+    from train.mqan.vectors import VectorSource
+    from train.mqan.vocab import Vocab
 
     vocab = Vocab.from_tokens([" a ", " b "], 10)
     cfg = ModelConfig(dimension=8, ff_hidden=8, heads=1, word_vectors=None, char_ngram_dim=4)
@@ -110,7 +110,7 @@ def other_vector_source(tmp: Path):
 
 
 def missing_vector_package(tmp: Path):
-    from train import vectors
+    from train.mqan import vectors
 
     vectors.PACKAGED["glove-test-missing"] = vectors.Packaged("no_such_module_xyz", "no-such-package", "m", "i")
     return vectors.open_source("glove-test-missing")

@@ -1,5 +1,5 @@
 """What Figure 3 costs `deca evaluate`: greedy decoding of real validation examples with a trained checkpoint,
-texts only (before), with the source weights (`deca evaluate` now: train.predict.answer_rows(weights=True))
+texts only (before), with the source weights (`deca evaluate` now: train.mqan.decode.decode(weights=True))
 and with the per-source probabilities too (`deca predict`: explain=True), side by side.
 
 The three ways run in turn on the same batches (after a warm-up batch, in a rotating order), `--repeats`
@@ -17,9 +17,9 @@ import time
 import torch
 
 from eval.sources import summarize
-from train.checkpoint import load_model
-from train.evaluate import read_rows
-from train.predict import answer_rows
+from train.mqan.checkpoint import load_model
+from train.infer.evaluate import read_rows
+from train.mqan.decode import decode
 
 MODES = {"texts only": {}, "weights (evaluate)": {"weights": True}, "explain (predict)": {"explain": True}}
 
@@ -43,12 +43,12 @@ def main() -> None:
         rows = read_rows(args.processed, task, "validation", args.examples)
         best = {m: float("inf") for m in MODES}
         answers = {}
-        answer_rows(model, vocab, rows[: args.batch_size], args.batch_size, None, device)  # warm-up
+        decode(model, vocab, rows[: args.batch_size], args.batch_size, None, device)  # warm-up
         modes = list(MODES.items())
         for r in range(args.repeats):
             for mode, kw in modes[r % 3:] + modes[: r % 3]:  # a different order each round
                 start = time.process_time()  # CPU seconds: the machine is shared, wall time says little
-                answers[mode] = answer_rows(model, vocab, rows, args.batch_size, None, device, **kw)
+                answers[mode] = decode(model, vocab, rows, args.batch_size, None, device, **kw)
                 best[mode] = min(best[mode], time.process_time() - start)
         texts = {m: [a.text for a in out] for m, out in answers.items()}
         assert len({tuple(t) for t in texts.values()}) == 1, f"{task}: the modes decode different answers"

@@ -28,11 +28,11 @@ import torch
 
 from deca.config import ModelConfig
 from deca.text import normalize_space, tokenize
-from train.allocator import keep_large_blocks
-from train.batch import collate
-from train.model import build_model, count_parameters
-from train.vectors import VectorSource
-from train.vocab import EOS_ID, Vocab
+from train.mqan.allocator import keep_large_blocks
+from train.mqan.batch import collate
+from train.mqan.model import build_model, count_parameters
+from train.mqan.vectors import VectorSource
+from train.mqan.vocab import EOS_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
@@ -307,7 +307,7 @@ def main(argv=None) -> int:
     ap.add_argument("--recompute-encoder", action="store_true",
                     help="model.recompute_encoder: rerun the encoder arms in the backward pass (memory for time)")
     ap.add_argument("--default-malloc", action="store_true",
-                    help="leave glibc's malloc thresholds as they are (train/allocator.py), to measure their effect")
+                    help="leave glibc's malloc thresholds as they are (train/mqan/allocator.py), to measure their effect")
     ap.add_argument("--phases", action="store_true",
                     help="instead of the table: where the time of a training step and of greedy decoding goes")
     ap.add_argument("--raw", type=Path, default=SHARED, help=f"corpora mirror (default {SHARED})")

@@ -95,8 +95,8 @@ def plain_loop(params, tasks: list[str], threads: int) -> dict:
 
 
 def ray_fit(params, tasks: list[str], workers: int, project: Path) -> dict:
-    from train.tracking import history
-    from train.trainer import fit
+    from eval.curves import history
+    from train.driver import fit
 
     tc = dataclasses.replace(params.train, num_workers=workers, log_every=params.train.iterations // 2)
     p = dataclasses.replace(params, train=tc)

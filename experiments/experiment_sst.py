@@ -61,7 +61,7 @@ def overlay_overrides(paths: list[str]) -> dict:
 
 
 def train_run(params, name: str, tasks: list[str], strategy: str, minutes: float, workdir: Path):
-    from train.trainer import fit
+    from train.driver import fit
 
     tc = dataclasses.replace(params.train, tasks=tasks, strategy=strategy, max_minutes=minutes,
                              iterations=100000, storage_dir=str(workdir / "checkpoints"), experiment="readme")

@@ -40,8 +40,8 @@ def main() -> None:
 
     import experiment_sst as ex
     from deca.config import load_params, parse_overrides
-    from train.batch import collate
-    from train.data import read_share, validation_batches
+    from train.data import read_share
+    from train.mqan.decode import decode
     from train.recipe import local_recipe
 
     work = Path(args.workdir)
@@ -54,18 +54,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     recipe = local_recipe(params, ["sst"])
     model, vocab = recipe.core, recipe.vocab
-    val = read_share(params.data.processed_dir, "sst", "validation")
+    val = read_share(params.data.processed_dir, "sst", "validation").to_pylist()
 
     def em() -> float:
-        model.eval()
-        right = 0
-        with torch.no_grad():
-            for idx in validation_batches(val, 256):
-                rows = val.take(idx).to_pylist()
-                batch = collate(rows, vocab, recipe.device)
-                right += sum(t == r["answer"] for t, r in zip(model.greedy(batch, 5).texts, rows))
-        model.train()
-        return 100 * right / len(val)
+        answers = decode(model, vocab, val, 256, 5, recipe.device)  # greedy() switches to eval mode and back
+        return 100 * sum(a.text == r["answer"] for a, r in zip(answers, val)) / len(val)
 
     log = open(args.log, "a", encoding="utf-8") if args.log else None
     if log:

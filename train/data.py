@@ -1,7 +1,7 @@
 """Training data: each worker's share of the processed Parquet splits, cut into token-budget batches.
 
 Nothing is re-tokenized: the revtok token lists written by `deca prepare` are kept and handed to
-`train.batch.collate` as rows. A worker's share of a split is a memory-mapped Arrow table (`read_share`):
+`train.mqan.batch.collate` as rows. A worker's share of a split is a memory-mapped Arrow table (`read_share`):
 its own memory holds only a few numbers per example (lengths, costs), whatever the corpus size.
 
 Batches follow the paper's rule (Appendix D): every batch holds examples of one task only and
@@ -242,10 +242,3 @@ class MultiTaskData:
         for task, s in state["streams"].items():
             if task in self.tasks:
                 self.tasks[task].stream.load_state_dict(s)
-
-
-def validation_batches(table: pa.Table, batch_size: int) -> list[np.ndarray]:
-    """Validation order: sorted by length (unshuffled), `batch_size` examples per batch."""
-    n = lengths(table)
-    order = np.argsort(n["context"] + n["question"], kind="stable")
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]

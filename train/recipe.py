@@ -11,7 +11,7 @@ DDP's gradient average equals the gradient of the token mean over the global bat
 Every `val_every` iterations (and at the end) all workers decode their slice of each task's validation
 split (train/validation.py); rank 0 logs the metrics and keeps the best model (by the sum of headline
 metrics over the trained tasks) in <run dir>/best/. Every `save_every` iterations (and at the end) the
-resumable state (train/checkpoint.py) is handed to `publish` (Ray Train's `report` in train/loop.py);
+resumable state (train/mqan/checkpoint.py) is handed to `publish` (Ray Train's `report` in train/worker.py);
 `load_state` continues exactly where it stopped. With `train.ema_decay` every worker also keeps a moving
 average of the weights; validation and the best model use it. With `train.max_minutes` the workers agree
 at each log step whether the time is up and stop together (final validation and checkpoint included).
@@ -34,17 +34,19 @@ import torch
 from deca.config import Params
 from deca.errors import ConfigError
 from deca.metric_logging import MemoryLogger, MetricLogger
-from train.batch import collate
-from train.checkpoint import check_vectors, init_weights, load_training_state, save_best, save_training_state
+from train.mqan.batch import collate
+from train.mqan.checkpoint import check_vectors, init_weights, save_checkpoint
 from train.data import MultiTaskData
 from train.distributed import Distributed, rng_state, set_rng_state, unwrap
-from train.model import build_model, vector_sources
+from train.mqan.model import build_model, vector_sources
 from train.optim import WeightAverage, build_optimizer, build_scheduler, clip_gradients
 from train.progress import Progress
+from train.runs import best_model_path, model_file
 from train.schedule import from_config
+from train.state import load_training_state, save_training_state
 from train.tracking import PhaseLog
 from train.validation import Validator, selection_score, validation_metrics
-from train.vocab import Vocab
+from train.mqan.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +155,7 @@ class TrainingRecipe:
             if tc.freeze_pretrained:
                 raise ConfigError("train.freeze_pretrained needs train.init_from (a model to freeze)")
             return model
-        replaced = init_weights(model, tc.init_from)
+        replaced = init_weights(model, model_file(tc.init_from))
         if tc.freeze_pretrained:
             if not replaced:
                 raise ConfigError("train.freeze_pretrained: nothing would be trained (the vocabulary is the "
@@ -207,9 +209,9 @@ class TrainingRecipe:
             if self.best_score is None or score > self.best_score:
                 self.best_score, self.best_iteration = score, self.iteration
                 if self.run_dir is not None:
-                    save_best(self.run_dir, self.core, {"iteration": self.iteration, "score": score,
-                                                        "results": results,
-                                                        "params": dataclasses.asdict(self.params)})
+                    save_checkpoint(best_model_path(self.run_dir), self.core,
+                                    {"iteration": self.iteration, "score": score, "results": results,
+                                     "params": dataclasses.asdict(self.params)})
         finally:
             if self.average is not None:
                 self.average.swap()

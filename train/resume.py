@@ -1,7 +1,6 @@
 """Training runs on disk, and continuing a stopped run with the settings it was started with.
 
-A run is a folder <train.storage_dir>/<name>/ holding its record ``deca_run.json`` (MLflow run, params,
-whether it finished), Ray Train's checkpoints and the best model (best/model.pt). `deca train` records the resolved params of a run in ``<run>/deca_run.json``. `--resume` continues
+`deca train` records the resolved params of a run in its record (train/runs.py). `--resume` continues
 with those, not with whatever params.yaml says now: a run started with ``--set train.iterations=60``
 continues to 60. A setting is changed on resume only when asked for explicitly with ``--set``; what
 params.yaml changed in the meantime is listed and ignored.
@@ -17,33 +16,9 @@ from typing import Any, Mapping
 
 from deca.checks import check_values, leaves
 from deca.config import Params, from_dict, set_dotted
-from deca.errors import ConfigError, DataError
+from train.runs import RUN_FILE, read_run_file
 
 log = logging.getLogger(__name__)
-
-RUN_FILE = "deca_run.json"
-
-
-def latest_run(storage: str | Path) -> Path:
-    """The run folder under `storage` whose record was written last (a run's record is rewritten when it
-    finishes); ConfigError when there is none."""
-    runs = sorted(Path(storage).glob(f"*/{RUN_FILE}"), key=lambda p: p.stat().st_mtime)
-    if not runs:
-        raise ConfigError(f"no training run under {storage}: run `deca train` first, or name the run")
-    return runs[-1].parent
-
-
-def read_run_file(run_file: Path) -> dict[str, Any]:
-    """A run's record (deca_run.json); a DataError names it when it cannot be read."""
-    try:
-        info = json.loads(run_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(run_file, f"the run record cannot be read ({exc})",
-                        fix="start the run over under another --run-name, or delete the run folder") from None
-    if not isinstance(info, dict) or "mlflow_run_id" not in info:
-        raise DataError(run_file, "not a run record (no mlflow_run_id)", fix="delete the run folder or start over")
-    return info
-
 
 def recorded_params(run_file: Path) -> Params | None:
     """The params a run was started with (None for a run recorded before they were kept)."""

@@ -32,7 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.trainer import auto_resume_run, fit
+    from train.driver import auto_resume_run, fit
 
     overrides = parse_overrides(args.overrides)
     params = load_params(args.params, overrides=overrides)

@@ -7,9 +7,9 @@ from typing import Any
 import torch
 
 from deca.config import Params
-from train.batch import collate
-from train.data import read_share, validation_batches
+from train.data import read_share
 from train.distributed import Distributed, unwrap
+from train.mqan.decode import iter_answers
 
 
 class Validator:
@@ -18,26 +18,23 @@ class Validator:
     def __init__(self, processed_dir: str, tasks: list[str], vocab, params: Params, dist: Distributed):
         self.vocab, self.params, self.dist = vocab, params, dist
         limit = params.train.max_val_examples
-        self.tables = {t: read_share(processed_dir, t, "validation", limit=limit) for t in tasks}
-        self.gold = {t: tab.to_pylist() for t, tab in self.tables.items()} if dist.rank == 0 else {}
+        self.rows = {t: read_share(processed_dir, t, "validation", limit=limit).to_pylist() for t in tasks}
 
     @torch.no_grad()
     def decode(self, model: torch.nn.Module, device: torch.device) -> dict[str, dict[str, str]]:
-        """{task: {id: prediction}} for this worker's batches (every `world`-th, from `rank`)."""
+        """{task: {id: prediction}} for this worker's batches (every `world`-th, from `rank`; train.mqan.decode)."""
         core = unwrap(model)
         was_training = core.training
         core.eval()
         mine: dict[str, dict[str, str]] = {}
         try:
             with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
-                for task, table in self.tables.items():
-                    preds: dict[str, str] = {}
-                    batches = validation_batches(table, self.params.train.val_batch_size)
-                    for batch_idx in batches[self.dist.rank::self.dist.world]:
-                        rows = table.take(batch_idx).to_pylist()
-                        out = core.greedy(collate(rows, self.vocab, device), self.params.model.max_answer_length)
-                        preds.update((str(r["id"]), text) for r, text in zip(rows, out.texts))
-                    mine[task] = preds
+                for task, rows in self.rows.items():
+                    mine[task] = {str(rows[i]["id"]): answer.text
+                                  for idx, answers in iter_answers(core, self.vocab, rows, self.params.train.val_batch_size,
+                                                                   self.params.model.max_answer_length, device,
+                                                                   part=(self.dist.rank, self.dist.world))
+                                  for i, answer in zip(idx, answers)}
         finally:
             core.train(was_training)
         return mine
@@ -50,9 +47,9 @@ class Validator:
         if self.dist.rank != 0:
             return None
         results = {}
-        for task in self.tables:
+        for task, rows in self.rows.items():
             preds = {k: v for part in gathered for k, v in part[task].items()}
-            results[task] = score_task(task, preds, self.gold[task])
+            results[task] = score_task(task, preds, rows)
         return results
 
 

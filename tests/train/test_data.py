@@ -7,7 +7,7 @@ from deca.schema import EXAMPLE_SCHEMA
 from tests.train.conftest import write_rows
 from train import data as data_module
 from train.data import (MultiTaskData, TaskData, TokenBudgetStream, cut_batches, example_costs, read_share,
-                        take_rows, validation_batches)
+                        take_rows)
 
 
 def synthetic_rows(n, seed=0, task="sst"):
@@ -156,15 +156,6 @@ def test_multitask_data_rows_tokens_and_state(tmp_path):
     other = MultiTaskData(tmp_path, ["sst"], budget=150, seed=1, rank=0, world_size=1)
     with pytest.raises(ValueError, match="same train.num_workers"):
         other.load_state_dict(state)
-
-
-def test_validation_batches_sorted_and_complete():
-    t = table(synthetic_rows(23))
-    batches = validation_batches(t, 5)
-    flat = np.concatenate(batches)
-    assert sorted(flat.tolist()) == list(range(23)) and [len(b) for b in batches] == [5, 5, 5, 5, 3]
-    lens = [len(r["context_tokens"]) + len(r["question_tokens"]) for r in t.take(pa.array(flat)).to_pylist()]
-    assert lens == sorted(lens)
 
 
 def test_fixture_data(mini_data):

@@ -8,7 +8,7 @@ import torch
 
 from deca.config import ModelConfig, Params, TrainConfig
 from deca.errors import ConfigError, DataError
-from train.checkpoint import save_checkpoint
+from train.mqan.checkpoint import save_checkpoint
 from train.recipe import local_recipe
 
 
@@ -79,7 +79,7 @@ def test_bad_starting_points_are_refused(params, trained, tmp_path):
 
 
 def test_a_missing_starting_point_fails_before_ray(params, tmp_path):
-    from train.trainer import check_inputs
+    from train.driver import check_inputs
 
     with pytest.raises(DataError, match="no checkpoint there"):
         check_inputs(with_train(params, init_from=str(tmp_path / "nope.pt")), ["sst"])

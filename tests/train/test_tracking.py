@@ -2,7 +2,8 @@ import json
 
 from deca.config import Params
 from deca.metric_logging import MemoryLogger, MLflowLogger
-from train.tracking import PhaseLog, end_run, flatten, history, plot_run, start_run, tracking_uri, vocab_fingerprint
+from eval.curves import history, plot_run
+from train.tracking import PhaseLog, end_run, flatten, start_run, tracking_uri, vocab_fingerprint
 
 
 def test_flatten_config():

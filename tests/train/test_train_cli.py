@@ -11,8 +11,8 @@ from deca.cli import build_parser
 from deca.config import Params, load_params
 from deca.errors import ConfigError, DataError
 from deca.config import parse_overrides
-from train.resume import RUN_FILE, latest_run
-from train.trainer import check_inputs, fit, resolve_paths
+from train.runs import RUN_FILE, latest_run
+from train.driver import check_inputs, fit, resolve_paths
 
 
 def test_parse_overrides_yaml_values():

@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from deca.config import ModelConfig, Params, TrainConfig
-from train.tracking import client, history
+from deca.metric_logging import client
+from eval.curves import history
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +67,7 @@ def base(mini_data, tmp_path_factory):
 
 def run(params, root, monkeypatch, name, resume=False, fail_at=None, overrides=None, **train):
     from tests.train.hooks import KillOnce, by_value
-    from train.trainer import fit
+    from train.driver import fit
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root}/mlflow.db")
     by_value()
@@ -190,7 +191,7 @@ def test_strict_spread_on_too_few_nodes_is_refused_before_training(ray_local, ba
     """train.placement_strategy=STRICT_SPREAD needs a node per worker; on this one-node Ray, `check_resources`
     says so at once instead of letting Ray Train wait for a placement that never comes."""
     from deca.errors import ConfigError
-    from train.trainer import check_resources
+    from train.driver import check_resources
 
     params, _ = base
     spread = dataclasses.replace(params, train=dataclasses.replace(params.train, num_workers=2,

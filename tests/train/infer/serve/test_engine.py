@@ -1,0 +1,129 @@
+"""The model loaded once and the batching queue of `deca serve` (train/infer/serve/engine.py)."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from deca.errors import ConfigError, DataError
+from train.infer.serve.engine import Batcher, Predictor
+from train.infer.serve.examples import task_examples
+
+from .conftest import STEPS
+
+
+def rows(n: int) -> list[dict]:
+    """`n` requests ({"id", "context", "question"}), the demo page's examples in turn."""
+    examples = task_examples()
+    return [{"id": str(i), "context": examples[i % len(examples)]["context"],
+             "question": examples[i % len(examples)]["question"]} for i in range(n)]
+
+
+class Recording:
+    """The predictor's answer function, remembering the size of every batch it ran."""
+
+    def __init__(self, predictor: Predictor):
+        self.predictor, self.sizes = predictor, []
+
+    def __call__(self, batch: list[dict]) -> list[dict]:
+        self.sizes.append(len(batch))
+        return self.predictor.answer(batch)
+
+
+def run(coroutine_fn):
+    return asyncio.run(coroutine_fn())
+
+
+def test_concurrent_calls_share_one_batch(predictor):
+    record = Recording(predictor)
+    batch = rows(5)
+
+    async def go():
+        batcher = Batcher(record, max_batch=8, max_wait_ms=50)
+        try:
+            return await asyncio.gather(*(batcher.submit([r]) for r in batch[:3]), batcher.submit(batch[3:]))
+        finally:
+            await batcher.stop()
+
+    answers = run(go)
+    assert record.sizes == [5]  # four calls arriving together, one model batch
+    assert [a for call in answers for a in call] == predictor.answer(batch)  # each call gets its own rows
+
+
+def test_batches_hold_at_most_max_batch_rows(predictor):
+    record = Recording(predictor)
+    batch = rows(5)
+
+    async def go():
+        batcher = Batcher(record, max_batch=2, max_wait_ms=50)
+        try:
+            return await batcher.submit(batch), batcher.stats
+        finally:
+            await batcher.stop()
+
+    answers, stats = run(go)
+    assert record.sizes == [2, 2, 1]
+    assert (stats.batches, stats.rows, stats.largest) == (3, 5, 2)
+    assert [a["id"] for a in answers] == [r["id"] for r in batch]
+
+
+def test_a_batch_does_not_wait_past_max_wait(predictor):
+    record = Recording(predictor)
+    batch = rows(2)
+
+    async def go():
+        batcher = Batcher(record, max_batch=8, max_wait_ms=10)
+        try:
+            first = asyncio.ensure_future(batcher.submit(batch[:1]))
+            await asyncio.sleep(0.5)  # far past the 10 ms: the first batch has run alone
+            return await first, await batcher.submit(batch[1:])
+        finally:
+            await batcher.stop()
+
+    run(go)
+    assert record.sizes == [1, 1]
+
+
+def test_a_failing_batch_fails_its_callers_and_the_next_batch_runs(predictor):
+    calls = []
+
+    def flaky(batch):
+        calls.append(len(batch))
+        if len(calls) == 1:
+            raise RuntimeError("out of memory")
+        return predictor.answer(batch)
+
+    async def go():
+        batcher = Batcher(flaky, max_batch=8, max_wait_ms=1)
+        try:
+            with pytest.raises(RuntimeError, match="out of memory"):
+                await batcher.submit(rows(1))
+            return await batcher.submit(rows(1))
+        finally:
+            await batcher.stop()
+
+    assert run(go)[0]["id"] == "0"
+
+
+def test_predictor_answers_like_deca_predict(predictor, checkpoint):
+    from train.infer.predict import request_row
+    from train.mqan.checkpoint import load_model
+    from train.mqan.decode import decode
+
+    batch = rows(3)
+    model, vocab, _ = load_model(checkpoint)
+    prepared = [request_row(r["context"], r["question"], r["id"]) for r in batch]
+    expected = [a.to_json(r["id"]) for r, a in
+                zip(batch, decode(model, vocab, prepared, 64, None, "cpu", explain=True))]
+    assert predictor.answer(batch) == expected
+    assert predictor.describe() == {"checkpoint": str(checkpoint), "iteration": STEPS, "device": "cpu",
+                                    "vocabulary": len(vocab)}
+
+
+def test_bad_settings_and_checkpoints_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="--max-batch must be at least 1"):
+        Batcher(print, max_batch=0, max_wait_ms=1)
+    with pytest.raises(ConfigError, match="--max-wait-ms must be 0 or more"):
+        Batcher(print, max_batch=1, max_wait_ms=-1)
+    with pytest.raises(DataError, match="checkpoint not found"):
+        Predictor.load(tmp_path / "missing.pt", device="cpu")

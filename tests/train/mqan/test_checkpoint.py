@@ -1,0 +1,88 @@
+import pytest
+import torch
+
+from deca.errors import DataError
+from tests.train.mqan.test_model import GEN, OOV, VOCAB, random_rows, tiny_cfg, tiny_model
+from train.mqan.batch import collate
+from train.mqan.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from train.mqan.model import build_model
+from train.mqan.vocab import Vocab
+
+torch.set_num_threads(1)
+
+
+def test_round_trip_restores_outputs_config_and_extra(tmp_path):
+    model = tiny_model("mqan", seed=5).eval()
+    b = collate(random_rows(4), VOCAB)
+    opt = torch.optim.Adam(model.parameters())
+    model.train()
+    model(b).backward()
+    opt.step()
+    model.eval()
+    path = save_checkpoint(tmp_path / "ckpt" / "model.pt", model, extra={"iteration": 7, "optimizer": opt.state_dict()})
+    assert [p.name for p in path.parent.iterdir()] == ["model.pt"]  # no temporary file left behind
+    loaded, extra = load_checkpoint(path, VOCAB)
+    loaded.eval()
+    assert loaded.cfg == model.cfg and extra["iteration"] == 7
+    opt2 = torch.optim.Adam(loaded.parameters())
+    opt2.load_state_dict(extra["optimizer"])
+    assert torch.equal(model.token_log_probs(b), loaded.token_log_probs(b))
+    assert model.greedy(b).tokens == loaded.greedy(b).tokens
+
+
+def test_refuses_another_vocabulary(tmp_path):
+    path = save_checkpoint(tmp_path / "m.pt", tiny_model("s2s"))
+    other = Vocab.from_tokens(GEN + OOV[::-1], VOCAB.generative_size)
+    with pytest.raises(DataError, match="another vocabulary"):
+        load_checkpoint(path, other)
+
+
+def test_loading_is_weights_only(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    bad = tmp_path / "evil.pt"
+    torch.save({"format": "deca-mqan/2", "x": Evil()}, bad)
+    with pytest.raises(DataError, match="cannot load"):
+        read_checkpoint(bad)
+    (tmp_path / "trunc.pt").write_bytes(save_checkpoint(tmp_path / "ok.pt", tiny_model("s2s")).read_bytes()[:100])
+    with pytest.raises(DataError, match="not a complete checkpoint: the file \\(100 bytes\\) is truncated"):
+        read_checkpoint(tmp_path / "trunc.pt")
+    torch.save({"format": "other"}, tmp_path / "foreign.pt")
+    with pytest.raises(DataError, match="not a"):
+        read_checkpoint(tmp_path / "foreign.pt")
+
+
+def test_frozen_vectors_are_not_stored_but_reopened_and_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("DECA_VECTOR_CACHE", str(tmp_path / "cache"))
+    vectors = tmp_path / "w.txt"
+    vectors.write_text("w1 1 2 3\nx2 4 5 6\n", encoding="utf-8")
+    cfg = tiny_cfg("catt", word_vectors=str(vectors))
+    model = build_model(cfg, VOCAB)
+    path = save_checkpoint(tmp_path / "m.pt", model)
+    assert not any("frozen" in k for k in read_checkpoint(path)["state_dict"])
+    assert read_checkpoint(path)["vectors"]["word_vectors"]["name"] == str(vectors)
+    loaded, _ = load_checkpoint(path, VOCAB)  # reopens the source named in the config
+    assert torch.equal(loaded.embed.gen_frozen, model.embed.gen_frozen)
+    vectors.write_text("w1 1 2 3\nx2 4 5 7\n", encoding="utf-8")
+    with pytest.raises(DataError, match="model.word_vectors: the model was trained with"):
+        load_checkpoint(path, VOCAB)
+
+
+def test_weights_of_another_architecture_are_refused(tmp_path):
+    path = save_checkpoint(tmp_path / "m.pt", tiny_model("mqan"))
+    payload = torch.load(path, weights_only=True)
+    payload["model_config"]["variant"] = "s2s"
+    torch.save(payload, tmp_path / "edited.pt")
+    with pytest.raises(DataError, match="do not fit"):
+        load_checkpoint(tmp_path / "edited.pt", VOCAB)
+
+
+def test_rows_by_token_keeps_the_trained_row_of_every_shared_token():
+    from train.mqan.checkpoint import _rows_by_token
+
+    fresh, trained = torch.zeros(4, 2), torch.arange(6.0).reshape(3, 2)
+    out = _rows_by_token(fresh, trained, ["<pad>", "b", "new", "a"], ["<pad>", "a", "b"])
+    assert out.tolist() == [[0, 1], [4, 5], [0, 0], [2, 3]]
+    assert fresh.abs().sum() == 0  # the fresh tensor itself is left alone

@@ -1,0 +1,311 @@
+"""The driver side of `deca train`: checks, the MLflow run, Ray, the TorchTrainer and the progress bar.
+
+Locally `fit` starts its own Ray (quiet, no dashboard) unless Ray is already initialized; with
+RAY_ADDRESS set it joins that cluster. Runs live in <train.storage_dir>/<run name>/ (Ray Train's
+checkpoints, the best model in best/, and deca_run.json naming the MLflow run). A new run refuses an
+existing name; ``resume=True`` reuses the name: Ray Train finds the run's checkpoints there and the
+workers continue from the latest one, logging into the same MLflow run.
+
+On multi-node clusters storage_dir must be shared storage and MLFLOW_TRACKING_URI a server every node
+reaches.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pyarrow.parquet as pq
+
+from deca.checks import check_values
+from deca.config import Params
+from deca.errors import ConfigError, DataError, DecaError, interrupted
+from deca.io import write_json
+from deca.registry import resolve_tasks
+from deca.schema import split_dir
+from eval.api import check_metrics
+from train.progress import ProgressBar
+from train.resume import auto_resume, params_for_resume
+from train.runs import RUN_FILE, latest_run, model_file, read_run_file
+
+log = logging.getLogger(__name__)
+
+QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+             "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0", "PYTHONHASHSEED": "0"}
+
+
+class TrainingFailed(DecaError):
+    """Training stopped with an error on a worker after the allowed restarts."""
+
+
+@dataclass
+class Outcome:
+    """What a finished training job left behind."""
+
+    run_name: str
+    run_dir: Path
+    mlflow_run_id: str
+    tracking_uri: str
+    checkpoint: str | None  # directory of the latest Ray Train checkpoint
+    best: Path | None  # directory of the best model (best/model.pt)
+    metrics: dict[str, Any]
+
+
+def resolve_paths(params: Params, project: Path) -> Params:
+    """A copy of `params` with data paths and the storage directory made absolute (workers run elsewhere)."""
+    def absolute(p: str | None) -> str | None:
+        return None if p is None else str((project / p).resolve()) if not Path(p).is_absolute() else p
+
+    data = dataclasses.replace(params.data, processed_dir=absolute(params.data.processed_dir),
+                               vocab_path=absolute(params.data.vocab_path))
+    train = dataclasses.replace(params.train, storage_dir=absolute(params.train.storage_dir),
+                                init_from=absolute(params.train.init_from))
+    return dataclasses.replace(params, data=data, train=train)
+
+
+def check_inputs(params: Params, tasks: list[str]) -> None:
+    """Fail before starting Ray when the vocabulary or a processed split is missing."""
+    if not Path(params.data.vocab_path).exists():
+        raise DataError(params.data.vocab_path, "vocabulary not found", fix="run `deca prepare` first")
+    for task in tasks:
+        for split in ("train", "validation"):
+            d = split_dir(params.data.processed_dir, task, split)
+            shards = sorted(d.glob("*.parquet"))
+            if not shards:
+                raise DataError(d, f"no processed {split} split for task {task!r}",
+                                fix=f"run `deca prepare --tasks {task}` or remove it from train.tasks")
+            if split == "train" and sum(pq.ParquetFile(f).metadata.num_rows for f in shards) == 0:
+                raise DataError(d, f"the training split of task {task!r} has no examples",
+                                fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
+                                    "why rows were dropped), or remove it from train.tasks")
+    check_values(params, {})
+    check_metrics(tasks)
+    init = params.train.init_from
+    if init:
+        if not model_file(init).is_file():
+            raise DataError(init, "train.init_from: no checkpoint there", fix="give a model.pt file or a run "
+                                                                            "directory with best/model.pt")
+    from train.mqan.vectors import open_source
+
+    for source in (params.model.word_vectors, params.model.char_vectors):
+        if source:
+            open_source(source, progress=True)  # a missing or corrupt source fails here, before Ray starts
+
+
+def auto_resume_run(params: Params, run_name: str, project: str | Path | None = None) -> bool:
+    """Whether `deca train --auto-resume --run-name NAME` continues NAME (see train.resume.auto_resume)."""
+    params = resolve_paths(params, Path(project or Path.cwd()).resolve())
+    return auto_resume(Path(params.train.storage_dir) / run_name, params)
+
+
+def default_run_name(params: Params) -> str:
+    return f"{params.train.strategy}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def start_ray(params: Params) -> bool:
+    """Initialize Ray unless it already is; returns whether this call started it."""
+    for k, v in QUIET_ENV.items():
+        os.environ.setdefault(k, v)
+    import ray
+
+    if ray.is_initialized():
+        return False
+    kwargs = dict(log_to_driver=False, logging_level=logging.WARNING)
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(include_dashboard=False, **kwargs)
+    return True
+
+
+def check_resources(params: Params) -> None:
+    """Asking for more than the cluster has makes Ray Train wait silently: say so instead."""
+    import ray
+
+    tc = params.train
+    have = ray.cluster_resources()
+    need = {"CPU": tc.num_workers * tc.cpus_per_worker}
+    if tc.use_gpu:
+        need["GPU"] = tc.num_workers * tc.gpus_per_worker
+    for res, amount in need.items():
+        if have.get(res, 0) + 1e-9 < amount:
+            raise ConfigError(f"train.num_workers={tc.num_workers} needs {amount:g} {res} but Ray has "
+                              f"{have.get(res, 0):g}; lower train.num_workers or train.cpus_per_worker "
+                              f"(fractions such as 0.5 are allowed)")
+    if tc.placement_strategy == "STRICT_SPREAD":
+        per_worker = {res: amount / tc.num_workers for res, amount in need.items()}
+        fit = [n for n in ray.nodes()
+               if n.get("Alive") and all(n["Resources"].get(r, 0) + 1e-9 >= a for r, a in per_worker.items())]
+        if len(fit) < tc.num_workers:
+            raise ConfigError(f"train.placement_strategy=STRICT_SPREAD puts each of the {tc.num_workers} workers on "
+                              f"its own node, but only {len(fit)} node(s) have room for one; add nodes, or use "
+                              f"SPREAD or PACK")
+
+
+def _progress_sink():
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    @ray.remote(num_cpus=0)
+    class ProgressSink:
+        """Collects progress messages from rank 0 for the driver's progress bar."""
+
+        def __init__(self):
+            self.items: list[dict] = []
+
+        def push(self, item: dict) -> None:
+            self.items.append(item)
+
+        def drain(self) -> list[dict]:
+            items, self.items = self.items, []
+            return items
+
+    # on the driver's node: a node that fails during training must not take the progress messages with it
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    return ProgressSink.options(scheduling_strategy=here).remote()
+
+
+def fit(params: Params, *, run_name: str | None = None, resume: bool = False, progress: bool = True,
+        project: str | Path | None = None, overrides: dict[str, Any] | None = None,
+        hooks: Sequence[Callable] = ()) -> Outcome:
+    """Train as `params.train` says; see the module docstring. Returns where everything went.
+
+    With `resume`, the run continues with the params it recorded, plus `overrides` (train/resume.py).
+    `hooks` are called with the worker's TrainingRecipe after every step (train/recipe.py; tests)."""
+    from train.tracking import end_run
+
+    project = Path(project or Path.cwd()).resolve()
+    params, run_name, uri, run_id = open_run(resolve_paths(params, project), run_name, resume, project,
+                                             overrides or {})
+    run_dir = Path(params.train.storage_dir) / run_name
+    started = start_ray(params)
+    try:
+        check_resources(params)
+        sink = _progress_sink()
+        config = {"params": dataclasses.asdict(params), "tasks": resolve_tasks(params.train.tasks),
+                  "run_dir": str(run_dir), "tracking_uri": uri, "run_id": run_id, "progress": sink,
+                  "hooks": list(hooks)}
+        trainer = build_trainer(params, run_name, config)
+        with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes):
+            try:
+                result = fit_in_thread(trainer)
+            except BaseException as exc:
+                end_run(uri, run_id, "KILLED" if interrupted(exc) else "FAILED")
+                if interrupted(exc) or not isinstance(exc, Exception):
+                    raise
+                raise TrainingFailed(f"training run {run_name!r} failed: {exc}\n  checkpoints: {run_dir}; "
+                                     f"continue with `deca train --resume {run_name}`") from exc
+        end_run(uri, run_id, "FINISHED")
+        write_json(run_dir / RUN_FILE, {**read_run_file(run_dir / RUN_FILE), "finished": True})
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+    best = run_dir / "best"
+    return Outcome(run_name, run_dir, run_id, uri, result.checkpoint.path if result.checkpoint else None,
+                   best if best.exists() else None, dict(result.metrics or {}))
+
+
+def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
+             overrides: dict[str, Any]) -> tuple[Params, str, str, str]:
+    """Check the inputs and create (or, with `resume`, reopen) the run: (params, run name, tracking URI,
+    MLflow run id). A new run writes <storage>/<name>/deca_run.json; an existing name is refused."""
+    from deca.metric_logging import check_server
+    from train.schedule import from_config
+    from train.tracking import reopen_run, start_run, tracking_uri, vocab_fingerprint
+
+    storage = Path(params.train.storage_dir)
+    if resume:
+        run_name = run_name or latest_run(storage).name
+        run_file = storage / run_name / RUN_FILE
+        if not run_file.exists():
+            raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
+        params = resolve_paths(params_for_resume(run_file, params, overrides), project)
+        info = read_run_file(run_file)
+        check_server(info["tracking_uri"])
+        reopen_run(info["tracking_uri"], info["mlflow_run_id"])
+    tc = params.train
+    tasks = resolve_tasks(tc.tasks)
+    check_inputs(params, tasks)
+    schedule = from_config(tc, tasks)  # configuration errors surface before Ray starts
+    if resume:
+        return params, run_name, info["tracking_uri"], info["mlflow_run_id"]
+    run_name = run_name or default_run_name(params)
+    if (storage / run_name).exists():
+        raise ConfigError(f"run {run_name!r} already exists under {storage}; "
+                          f"pass --resume to continue it or choose another --run-name")
+    uri = tracking_uri(project)
+    check_server(uri)  # a server that is down fails here, in a second, not after MLflow's minutes of retries
+    # a DVC experiment's run is named after the experiment (every one trains the run folder `pipeline`)
+    mlflow_name = os.environ.get("DVC_EXP_NAME") or run_name
+    run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project,
+                       vocab=vocab_fingerprint(params.data.vocab_path),
+                       tags={"strategy": tc.strategy, "tasks": ",".join(tasks),
+                             "schedule": schedule.describe(), "workers": str(tc.num_workers)})
+    (storage / run_name).mkdir(parents=True)
+    write_json(storage / run_name / RUN_FILE,
+               {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "params": dataclasses.asdict(params)})
+    return params, run_name, uri, run_id
+
+
+def fit_in_thread(trainer):
+    """`trainer.fit()` in a helper thread. In the main thread, Ray Train replaces the SIGINT handler with its
+    own, which ends the process with status 0 or 1, no message, and the MLflow run left RUNNING; from a
+    thread it does not, and Ctrl-C reaches `fit` as KeyboardInterrupt (the run is marked KILLED, Ray is
+    shut down, and the checkpoints written so far are kept for `--resume`)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = trainer.fit()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="ray-train-fit", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.5)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
+    """The TorchTrainer: workers and resources from params.train, DDP over gloo (CPU) or NCCL (GPU)."""
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    from train.worker import train_loop_per_worker
+
+    tc = params.train
+    resources = {"CPU": tc.cpus_per_worker}
+    if tc.use_gpu:
+        resources["GPU"] = tc.gpus_per_worker
+    run_config_kwargs: dict[str, Any] = {}
+    try:
+        from ray.train.v2.api.config import LoggingConfig
+
+        run_config_kwargs["logging_config"] = LoggingConfig(log_level="WARNING")
+    except ImportError:  # older Ray Train
+        pass
+    return TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config=config,
+        scaling_config=ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu,
+                                     resources_per_worker=resources, placement_strategy=tc.placement_strategy),
+        torch_config=TorchConfig(backend="nccl" if tc.use_gpu else "gloo"),
+        run_config=RunConfig(
+            name=run_name, storage_path=tc.storage_dir,
+            failure_config=FailureConfig(max_failures=tc.max_failures),
+            checkpoint_config=CheckpointConfig(num_to_keep=max(1, tc.checkpoints_to_keep)),
+            **run_config_kwargs,
+        ),
+    )

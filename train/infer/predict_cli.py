@@ -1,0 +1,87 @@
+"""`deca predict`: ask a trained model your own questions.
+
+Examples:
+  deca predict --context "the movie was a delight ." --question "is this review negative or positive?"
+  deca predict --input requests.jsonl --output answers.jsonl      # {"context", "question"[, "id"]} per line
+  cat requests.jsonl | deca predict --input - --checkpoint model.pt
+
+The model is the latest run's best model under train.storage_dir, or --run DIR / --checkpoint FILE, with
+the vocabulary of data.vocab_path. Text is prepared exactly as `deca prepare` prepares the corpora. Each
+output line is {"id", "answer", "tokens": [{"token", "source", "weights", "probability"}]}: for every
+answer token, the source that gave most of its probability (vocabulary, context or question), the three
+source weights (they sum to 1) and the token's probability.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from deca.config import add_params_arguments, params_from_args
+from deca.errors import ConfigError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--run", metavar="DIR", help="a training run directory (default: the latest run)")
+    which.add_argument("--checkpoint", metavar="FILE", help="a model checkpoint file")
+    ask = parser.add_argument_group("what to ask (one question, or a JSON-lines file)")
+    ask.add_argument("--context", help="the context text")
+    ask.add_argument("--question", help="the question text")
+    ask.add_argument("--input", metavar="FILE", help='JSON lines {"context", "question"[, "id"]}; - for stdin')
+    parser.add_argument("--output", metavar="FILE", help="write the answers there (default: standard output)")
+    parser.add_argument("--batch-size", type=int, default=64, metavar="N", help="requests per batch (default 64)")
+    parser.add_argument("--max-answer-length", type=int, metavar="N", help="decoding steps (default: the model's)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_params_arguments(parser)
+
+
+def requests(args: argparse.Namespace) -> list[dict]:
+    """The requests to answer ({"id", "context", "question"}): the --context/--question pair, or every line of
+    --input."""
+    from train.infer.predict import open_requests, read_requests
+
+    single = args.context is not None or args.question is not None
+    if single == bool(args.input):
+        raise ConfigError("give either --context and --question, or --input FILE (- for standard input)")
+    if single:
+        if args.context is None or args.question is None:
+            raise ConfigError("--context and --question go together")
+        return [{"id": "0", "context": args.context, "question": args.question}]
+    stream, name = open_requests(args.input)
+    try:
+        return read_requests(stream, name)
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from deca.io import write_text
+    from train.mqan.allocator import keep_large_blocks
+    from train.infer.predict import lowercase_of, pick_device, request_row
+    from train.mqan.checkpoint import load_model
+    from train.mqan.decode import decode
+    from train.runs import resolve_checkpoint
+
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be at least 1, got {args.batch_size}")
+    params = params_from_args(args)
+    asked = requests(args)
+    keep_large_blocks()
+    path, _ = resolve_checkpoint(args.run, args.checkpoint, params.train.storage_dir)
+    device = pick_device(args.device)
+    model, vocab, extra = load_model(path, params.data.vocab_path, device)
+    rows = [request_row(r["context"], r["question"], r["id"], lowercase_of(extra)) for r in asked]
+    with tqdm(total=len(rows), desc="predict", unit="q", disable=args.no_progress or len(rows) == 1) as bar:
+        answers = decode(model, vocab, rows, args.batch_size, args.max_answer_length, device, bar=bar, explain=True)
+    lines = "".join(json.dumps(a.to_json(r["id"]), ensure_ascii=False) + "\n" for r, a in zip(rows, answers))
+    if args.output:
+        write_text(args.output, lines)
+        print(f"wrote {len(answers)} answer(s) to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(lines)
+    return 0

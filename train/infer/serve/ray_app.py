@@ -1,0 +1,98 @@
+"""`deca serve --ray --replicas N`: the same FastAPI app (train/infer/serve/app.py) as a Ray Serve deployment.
+
+Each replica loads the model once (a Predictor) and builds the app around itself
+(``__serve_build_asgi_app__``), answering through a ``@serve.batch`` method: Ray Serve coalesces the rows
+of the calls a replica receives into batches of at most `max_batch` rows, waiting at most `max_wait_ms`;
+Ray's proxy spreads calls over the replicas. `start_ray` starts a local Ray instance (or joins the one
+in RAY_ADDRESS) and Serve's HTTP proxy on host:port; `stop_ray` shuts both down.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+
+from ray import serve
+
+from train.infer.serve.app import create_app
+from train.infer.serve.engine import Predictor
+from train.infer.serve.schema import Limits
+
+APP_NAME = "deca"
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What every replica needs to load the model and build the app."""
+
+    checkpoint: str
+    vocab_path: str | None = None
+    device: str = "auto"
+    max_batch: int = 32
+    max_wait_ms: float = 5.0
+    max_answer_length: int | None = None
+    limits: Limits = Limits()
+
+
+@serve.deployment(name="DecaServe", max_ongoing_requests=256)
+@serve.ingress()
+class DecaServe:
+    """One replica: the model, a batching method and the app."""
+
+    def __init__(self, config: ServeConfig):
+        self.config = config
+        self.predictor = Predictor.load(config.checkpoint, config.vocab_path, config.device, config.max_answer_length)
+        self._answer_batch.set_max_batch_size(config.max_batch)
+        self._answer_batch.set_batch_wait_timeout_s(config.max_wait_ms / 1000.0)
+        self.batches = self.rows = self.largest = 0
+
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
+    async def _answer_batch(self, rows: list[dict]) -> list[dict]:
+        self.batches, self.rows, self.largest = self.batches + 1, self.rows + len(rows), max(self.largest, len(rows))
+        return await asyncio.to_thread(self.predictor.answer, rows)
+
+    async def answer(self, rows: list[dict]) -> list[dict]:
+        """The rows of one call, each joining a batch of this replica."""
+        return list(await asyncio.gather(*(self._answer_batch(row) for row in rows)))
+
+    def health(self) -> dict:
+        return {**self.predictor.describe(), "serving": "ray", "replica": serve.get_replica_context().replica_tag,
+                "pid": os.getpid(),
+                "batching": {"max_batch": self.config.max_batch, "max_wait_ms": self.config.max_wait_ms,
+                             "batches": self.batches, "rows": self.rows, "largest_batch": self.largest}}
+
+    def __serve_build_asgi_app__(self):
+        return create_app(self, self.config.limits)
+
+
+def start_ray(config: ServeConfig, replicas: int, host: str = "127.0.0.1", port: int = 8000) -> str:
+    """Deploy `replicas` replicas behind Serve's proxy on host:port; returns the URL once all are running."""
+    import ray
+    import torch
+
+    cuda = config.device.startswith("cuda") or (config.device == "auto" and torch.cuda.is_available())
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS")
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 **({} if address else {"num_cpus": max(os.cpu_count() or 1, replicas)}))
+    serve.start(http_options={"host": host, "port": port})
+    options = {"num_cpus": 1, **({"num_gpus": 1.0 / replicas} if cuda else {})}
+    app = DecaServe.options(num_replicas=replicas, ray_actor_options=options).bind(config)
+    serve.run(app, name=APP_NAME, route_prefix="/", blocking=False)
+    return f"http://{host}:{port}"
+
+
+def replica_states() -> dict[str, int]:
+    """{state: number of replicas} of the deployment, e.g. {"RUNNING": 2}."""
+    status = serve.status().applications[APP_NAME].deployments["DecaServe"]
+    return dict(status.replica_states)
+
+
+def stop_ray() -> None:
+    """Shut Serve and the Ray instance down."""
+    import ray
+
+    try:
+        serve.shutdown()
+    finally:
+        ray.shutdown()

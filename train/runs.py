@@ -1,0 +1,65 @@
+"""The run folder: where a training run keeps what inference and later runs read.
+
+A run is a folder ``<train.storage_dir>/<name>/`` holding its record ``deca_run.json`` (MLflow run,
+resolved params, whether it finished), Ray Train's checkpoints and the best model (``best/model.pt``).
+This module is the contract between training (which writes the folder) and inference (which reads it):
+it knows paths and the record, nothing of the model or of Ray, so `deca evaluate` / `predict` / `serve`
+can find a model without importing the training recipe.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from deca.errors import ConfigError, DataError
+
+RUN_FILE = "deca_run.json"
+BEST = Path("best") / "model.pt"
+
+
+def latest_run(storage: str | Path) -> Path:
+    """The run folder under `storage` whose record was written last (a run's record is rewritten when it
+    finishes); ConfigError when there is none."""
+    runs = sorted(Path(storage).glob(f"*/{RUN_FILE}"), key=lambda p: p.stat().st_mtime)
+    if not runs:
+        raise ConfigError(f"no training run under {storage}: run `deca train` first, or name the run")
+    return runs[-1].parent
+
+
+def read_run_file(run_file: Path) -> dict[str, Any]:
+    """A run's record (deca_run.json); a DataError names it when it cannot be read."""
+    try:
+        info = json.loads(run_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(run_file, f"the run record cannot be read ({exc})",
+                        fix="start the run over under another --run-name, or delete the run folder") from None
+    if not isinstance(info, dict) or "mlflow_run_id" not in info:
+        raise DataError(run_file, "not a run record (no mlflow_run_id)", fix="delete the run folder or start over")
+    return info
+
+
+def best_model_path(run_dir: str | Path) -> Path:
+    """Where a run keeps its best model (what `deca evaluate` loads)."""
+    return Path(run_dir) / BEST
+
+
+def model_file(source: str | Path) -> Path:
+    """The model file of `source`: a checkpoint file, or a run directory's best/model.pt."""
+    path = Path(source)
+    return best_model_path(path) if path.is_dir() else path
+
+
+def resolve_checkpoint(run: str | None, checkpoint: str | None, storage_dir: str) -> tuple[Path, dict]:
+    """(checkpoint file, the run's record from deca_run.json, or {} for a bare checkpoint file).
+
+    `checkpoint` wins; else the run folder `run`; else the latest run under `storage_dir`."""
+    if checkpoint:
+        return Path(checkpoint), {}
+    run_dir = Path(run) if run else latest_run(storage_dir)
+    path = best_model_path(run_dir)
+    if not path.exists():
+        raise DataError(path, "the run has no best model",
+                        fix="train until at least one validation (train.val_every) or pass --checkpoint FILE")
+    info_file = run_dir / RUN_FILE
+    return path, read_run_file(info_file) if info_file.exists() else {}

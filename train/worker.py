@@ -1,0 +1,88 @@
+"""The Ray Train worker function: a `TrainingRecipe` (train/recipe.py) wired to Ray Train and MLflow.
+
+Ray Train's TorchTrainer runs `train_loop_per_worker` in one process per worker. It gives the recipe the
+worker's rank and device, DDP (``prepare_model``), the checkpoint to resume from
+(``ray.train.get_checkpoint``), and publishes the recipe's checkpoints through ``ray.train.report``.
+Rank 0 logs into the run's MLflow run and, at the end, attaches the best model and the plots.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from deca.config import Params, from_dict
+from deca.metric_logging import MLflowLogger
+from train.mqan.allocator import keep_large_blocks
+from train.distributed import Distributed
+from train.progress import Progress
+from train.recipe import TrainingRecipe
+
+
+def report_to_ray(metrics: dict[str, Any], directory: Path, iteration: int) -> None:
+    """Publish a checkpoint directory to Ray Train (which copies it into the run's storage)."""
+    import ray.train
+
+    ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(directory)),
+                     checkpoint_dir_name=f"checkpoint_{iteration:08d}")
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    """The Ray Train worker function. `config` comes from train.driver.loop_config."""
+    import ray.train
+    import ray.train.torch
+
+    keep_large_blocks()
+    ctx = ray.train.get_context()
+    rank = ctx.get_world_rank()
+    params: Params = from_dict(Params, config["params"])
+    torch.set_num_threads(max(1, int(params.train.cpus_per_worker)))
+    dist = Distributed(rank, ctx.get_world_size(), ray.train.torch.get_device())
+    logger = MLflowLogger(config["tracking_uri"], config["run_id"]) if rank == 0 else None
+    recipe = TrainingRecipe(params, config["tasks"], run_dir=config["run_dir"], dist=dist, logger=logger,
+                            progress=Progress(config.get("progress") if rank == 0 else None),
+                            hooks=config.get("hooks", ()))
+
+    def wrap(model: torch.nn.Module) -> torch.nn.Module:
+        return ray.train.torch.prepare_model(
+            model, parallel_strategy_kwargs={"find_unused_parameters": params.train.find_unused_parameters})
+
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is None:
+        recipe.setup(wrap=wrap)
+    else:
+        with checkpoint.as_directory() as directory:
+            recipe.setup(directory, wrap=wrap)
+        if logger:  # one point per start from a checkpoint: a restart after a failure, or --resume
+            logger.log_metrics({"resumed_from_iteration": recipe.iteration}, recipe.iteration)
+    record_placement(dist, logger)
+    recipe.train(publish=report_to_ray)
+    if logger:
+        attach_results(recipe, logger, config)
+    recipe.cleanup()
+
+
+def record_placement(dist: Distributed, logger: MLflowLogger | None) -> None:
+    """Tag `worker_nodes`: the Ray node of every worker, in rank order, as <node IP>/<node id> (rewritten by
+    every attempt, so after a restart it names the nodes that finished the run)."""
+    import ray
+
+    ctx = ray.get_runtime_context()
+    nodes = dist.gather(f"{ray.util.get_node_ip_address()}/{ctx.get_node_id()}")
+    if logger:
+        logger.set_tag("worker_nodes", ",".join(nodes))
+
+
+def attach_results(recipe: TrainingRecipe, logger: MLflowLogger, config: dict[str, Any]) -> None:
+    """The best model, the training plots and the best iteration, into the MLflow run."""
+    from eval.curves import plot_run
+
+    best = Path(config["run_dir"]) / "best"
+    if best.exists():
+        logger.log_artifact(best, "best_checkpoint")
+    with tempfile.TemporaryDirectory() as tmp:
+        for png in plot_run(config["tracking_uri"], config["run_id"], tmp):
+            logger.log_artifact(png, "plots")
+    logger.set_tag("best_iteration", recipe.best_iteration)
