@@ -42,7 +42,7 @@ def test_train_evaluate_compare_and_artifacts_through_the_server(mlflow_server, 
     import mlflow.artifacts
     from mlflow import MlflowClient
 
-    from train.checkpoint import load_model
+    from train.mqan.checkpoint import load_model
 
     params = write_params(tmp_path / "params.yaml", infra_data, tmp_path / "checkpoints", "served",
                           iterations=ITERATIONS, val_every=3, save_every=3, cpus_per_worker=1.0)
