@@ -32,6 +32,12 @@ def module_name(path: Path, root: Path = ROOT) -> str:
 
 def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
     """Names of the repository modules `path` imports (``from a import b`` counts a and a.b)."""
+    return {name for name in all_imports(path, root) if name.split(".")[0] in PACKAGES}
+
+
+def all_imports(path: Path, root: Path = ROOT) -> set[str]:
+    """Every module name `path` imports, the repository's and third-party ones, anywhere in the file
+    (``from a import b`` counts a and a.b; relative imports resolved)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = module_name(path, root) if path.name == "__init__.py" else module_name(path, root).rpartition(".")[0]
     found: set[str] = set()
@@ -46,7 +52,7 @@ def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
                 base = ".".join(parts + ([base] if base else []))
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {name for name in found if name.split(".")[0] in PACKAGES}
+    return found
 
 
 def _has_code(path: Path) -> bool:
