@@ -86,3 +86,19 @@ def test_rows_by_token_keeps_the_trained_row_of_every_shared_token():
     out = _rows_by_token(fresh, trained, ["<pad>", "b", "new", "a"], ["<pad>", "a", "b"])
     assert out.tolist() == [[0, 1], [4, 5], [0, 0], [2, 3]]
     assert fresh.abs().sum() == 0  # the fresh tensor itself is left alone
+
+
+def test_a_checkpoint_written_by_the_previous_layout_loads_and_answers_the_same():
+    """tests/fixtures/checkpoints/layout-e0a3361.pt was written by train/checkpoint.py before the model moved
+    to train/mqan (commit e0a3361): it holds no pickled project class, so it loads here unchanged."""
+    import json
+    from pathlib import Path
+
+    from train.mqan.checkpoint import load_model
+
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "checkpoints"
+    expected = json.loads((fixture / "layout-e0a3361.json").read_text(encoding="utf-8"))
+    model, vocab, extra = load_model(fixture / "layout-e0a3361.pt")
+    assert extra == {"iteration": 12} and vocab.fingerprint == VOCAB.fingerprint
+    out = model.greedy(collate(expected["rows"], vocab))
+    assert out.texts == expected["texts"] and out.tokens == expected["tokens"]

@@ -336,3 +336,44 @@ def test_recomputing_the_encoder_gives_the_same_loss_and_gradients(variant):
     assert grads0.keys() == grads1.keys()
     for name in grads0:
         assert torch.allclose(grads0[name], grads1[name], atol=1e-6), name
+
+
+def test_training_mode_applies_every_dropout_the_paper_places(monkeypatch):
+    """App. D's dropout, counted in one training forward of MQAN (the reference test runs in eval mode and
+    would not see a dropout removed): on the inputs of every LSTM, on C_com, on attention weights, on each
+    residual branch and inside the feed-forward layers, on A_proj + PE, on the switch inputs and before W_v."""
+    from torch.nn import functional as F
+
+    from train.mqan import layers
+
+    p = 0.2
+    model = tiny_model("mqan", dropout=p).train()
+    calls: dict[str, int] = {}
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Dropout):
+            assert module.p == p, name
+            module.register_forward_hook(lambda m, i, o, name=name: calls.__setitem__(name, calls.get(name, 0) + 1))
+    attention_p, original = [], F.scaled_dot_product_attention
+
+    def sdpa(*args, dropout_p=0.0, **kw):
+        attention_p.append(dropout_p)
+        return original(*args, dropout_p=dropout_p, **kw)
+
+    monkeypatch.setattr(layers.F, "scaled_dot_product_attention", sdpa)
+    batch = collate(random_rows(4), VOCAB)
+    model(batch)
+    T = batch.answer_targets.shape[1]
+    expected = {"drop": 4,  # A_proj + PE, the two switch inputs, the input of W_v
+                "encode_ind.drop": 2, "lstm.drop": T}
+    for arm in ("context_arm", "question_arm"):
+        expected.update({f"{arm}.compress.drop": 1, f"{arm}.drop": 1, f"{arm}.final.drop": 1})
+        for i in range(2):
+            expected.update({f"{arm}.layers.{i}.drop": 2, f"{arm}.layers.{i}.ff.drop": 1})
+    for i in range(2):
+        expected.update({f"decoder_layers.{i}.drop": 3, f"decoder_layers.{i}.ff.drop": 1})
+    assert calls == expected
+    assert attention_p == [p] * (2 * 2 + 2 * 2)  # 2 encoder layers per arm, self + context attention per decoder layer
+    model.eval()
+    attention_p.clear()
+    model(batch)
+    assert set(attention_p) == {0.0}
