@@ -14,11 +14,13 @@ from typing import Any
 import torch
 
 from deca.config import Params, from_dict
+from deca.custom_tasks import declare
 from deca.metric_logging import MLflowLogger
 from train.mqan.allocator import keep_large_blocks
 from train.distributed import Distributed
 from train.progress import Progress
 from train.recipe import TrainingRecipe
+from train.runs import best_model_path
 
 
 def report_to_ray(metrics: dict[str, Any], directory: Path, iteration: int) -> None:
@@ -38,6 +40,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     ctx = ray.train.get_context()
     rank = ctx.get_world_rank()
     params: Params = from_dict(Params, config["params"])
+    declare(params)  # its custom tasks resolve in this worker process too
     torch.set_num_threads(max(1, int(params.train.cpus_per_worker)))
     dist = Distributed(rank, ctx.get_world_size(), ray.train.torch.get_device())
     logger = MLflowLogger(config["tracking_uri"], config["run_id"]) if rank == 0 else None
@@ -79,7 +82,7 @@ def attach_results(recipe: TrainingRecipe, logger: MLflowLogger, config: dict[st
     """The best model, the training plots and the best iteration, into the MLflow run."""
     from eval.curves import plot_run
 
-    best = Path(config["run_dir"]) / "best"
+    best = best_model_path(config["run_dir"]).parent
     if best.exists():
         logger.log_artifact(best, "best_checkpoint")
     with tempfile.TemporaryDirectory() as tmp:

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -114,21 +115,39 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     model, vocab, extra = load_model(path, params.data.vocab_path, device)
     log.info("evaluating %s on %s (%s) of %d task(s)", path, ec.split, device, len(tasks))
     predictions, scored = predict_and_score(params, model, vocab, tasks, device, skipped, progress)
-    files = write_results(ec, scored, predictions, path, extra, skipped, run_info)
+    written = write_results(ec, scored, predictions, path, extra, skipped, run_info)
     if mlflow and run_info.get("mlflow_run_id"):
         try:
             logger = MLflowLogger(run_info["tracking_uri"], run_info["mlflow_run_id"])
-            log_to_run(logger, scored, files[1:5], int(extra.get("iteration") or 0))
+            log_to_run(logger, scored, written.for_run(), int(extra.get("iteration") or 0))
         except Exception as exc:  # results are on disk; say why MLflow did not get them
             log.warning("could not log to MLflow run %s (%s: %s)", run_info["mlflow_run_id"], type(exc).__name__, exc)
-    return {**scored, "files": [str(p) for p in files], "skipped": skipped}
+    return {**scored, "files": [str(p) for p in written.all()], "skipped": skipped}
+
+
+@dataclass(frozen=True)
+class Written:
+    """The files of one evaluation."""
+    predictions: Path  # the directory of <task>.jsonl files
+    metrics: Path
+    report: Path
+    headline: Path  # the headline bar chart
+    figure3: Path  # which source answers each token (the paper's Figure 3)
+    plots: tuple[Path, ...]  # the DVC plots (and training curves of the run, when MLflow has them)
+
+    def for_run(self) -> list[Path]:
+        """The files logged into the model's MLflow run."""
+        return [self.metrics, self.report, self.headline, self.figure3]
+
+    def all(self) -> list[Path]:
+        return [self.predictions, *self.for_run(), *self.plots]
 
 
 def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Sequence[Record]],
                   checkpoint: Path, extra: Mapping[str, Any], skipped: Mapping[str, str],
-                  run_info: Mapping[str, Any]) -> list[Path]:
+                  run_info: Mapping[str, Any]) -> Written:
     """Predictions, metrics, report, charts (headline.png, figure3.png) and plots at the `evaluate` section's
-    paths; returns them in that order."""
+    paths."""
     directory = write_predictions_dir(ec.predictions_dir, predictions)
     doc = metrics_document(scored)
     doc.update(checkpoint=str(checkpoint), iteration=extra.get("iteration"), max_examples=ec.max_examples,
@@ -141,7 +160,7 @@ def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Seque
     figure3 = figure3_chart(scored, Path(ec.report_dir) / "figure3.png")
     with tempfile.TemporaryDirectory() as tmp:
         plots = write_plots(scored, ec.plots_dir, training_curves(run_info, tmp))
-    return [directory, metrics, report, chart, figure3, *plots]
+    return Written(directory, metrics, report, chart, figure3, tuple(plots))
 
 
 def training_curves(run_info: Mapping[str, Any], out_dir: str) -> dict[str, Path]:
