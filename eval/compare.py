@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from deca.registry import DECANLP
+from eval.labels import TASK_LABELS
 
 log = logging.getLogger(__name__)
-
-SHORT = {"squad": "SQuAD", "iwslt.en.de": "IWSLT", "cnn_dailymail": "CNN/DM", "multinli.in.out": "MNLI",
-         "sst": "SST", "srl": "QA-SRL", "zre": "QA-ZRE", "woz.en": "WOZ", "wikisql": "WikiSQL", "schema": "MWSC"}
 
 # McCann et al. (2018), Table 3: validation metrics of MQAN under each training strategy (decaNLP order).
 PAPER_TABLE3 = {
@@ -230,7 +228,7 @@ def columns(rows: Sequence[Row], tasks: Sequence[str] | None = None) -> list[str
 
 def markdown(rows: Sequence[Row], tasks: Sequence[str], title: str = "") -> str:
     """A Table-3-like markdown table: one row per run, one column per task, then the decaScore."""
-    head = ["run", "strategy"] + [SHORT.get(t, t) for t in tasks] + ["decaScore"]
+    head = ["run", "strategy"] + [TASK_LABELS.get(t, t) for t in tasks] + ["decaScore"]
     lines = ([f"# {title}", ""] if title else []) + ["| " + " | ".join(head) + " |",
                                                       "|" + "---|" * 2 + "---:|" * (len(tasks) + 1)]
     for r in rows:
@@ -245,7 +243,7 @@ def markdown(rows: Sequence[Row], tasks: Sequence[str], title: str = "") -> str:
 
 def text_table(rows: Sequence[Row], tasks: Sequence[str]) -> str:
     """The same table aligned for a terminal."""
-    head = ["run", "strategy"] + [SHORT.get(t, t) for t in tasks] + ["decaScore"]
+    head = ["run", "strategy"] + [TASK_LABELS.get(t, t) for t in tasks] + ["decaScore"]
     body = [[r.label, r.strategy or "-"] + [f"{r.scores[t]:.1f}" if t in r.scores else "-" for t in tasks]
             + [f"{r.total:.1f}" + ("*" if r.partial else "")] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
@@ -277,7 +275,7 @@ def plot(rows: Sequence[Row], tasks: Sequence[str], path: str | Path) -> Path:
         label = f"{i + 1}. {r.label}" + (f" ({r.strategy})" if r.strategy and r.strategy not in r.label else "")
         ax.bar(xs, [r.scores.get(t, 0.0) for t in tasks], width, label=label, **style)
         ax2.bar(i, r.total, 0.8, **style)
-    ax.set_xticks(range(len(tasks)), [SHORT.get(t, t) for t in tasks], rotation=30, ha="right")
+    ax.set_xticks(range(len(tasks)), [TASK_LABELS.get(t, t) for t in tasks], rotation=30, ha="right")
     ax.set_ylim(0, 100)
     ax.set_ylabel("headline metric (0-100)")
     ax.grid(axis="y", alpha=0.3)

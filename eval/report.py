@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from deca.registry import DECANLP
 from deca.io import atomic_write, write_text
 from eval import sources
+from eval.labels import TASK_LABELS
 from eval.metrics.registry import get_metric
 
 
@@ -60,10 +61,8 @@ def source_summaries(scored: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def figure3_chart(scored: Mapping[str, Any], path: str | Path) -> Path:
     """The Figure 3 stacked bars (eval.sources.stacked_chart) of the results that carry sources."""
-    from eval.compare import SHORT
-
     title = f"which source answers ({scored['split']}, greedy decoding)"
-    return sources.stacked_chart(source_summaries(scored), path, title, labels=SHORT)
+    return sources.stacked_chart(source_summaries(scored), path, title, labels=TASK_LABELS)
 
 
 def bar_chart(scored: Mapping[str, Any], path: str | Path) -> Path:

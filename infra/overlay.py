@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import io
 import os
 import re
 import shlex
@@ -32,6 +33,7 @@ import yaml
 
 from deca.config import Params, from_dict
 from deca.errors import ConfigError
+from deca.io import write_text
 
 
 def load_overlay(path: str | Path) -> dict[str, Any]:
@@ -96,9 +98,11 @@ def overrides(overlay: Mapping[str, Any]) -> list[str]:
 def validate(params: Mapping[str, Any], where: str) -> Params:
     """Load the merged params strictly, then check each task's options against that task."""
     loaded = from_dict(Params, params, where=where)
+    from deca.custom_tasks import make_tasks
     from deca.registry import all_tasks
 
-    by_key = {t.key: t for t in all_tasks().values()}
+    tasks = [t for t in all_tasks().values() if t.group != "custom"] + make_tasks(loaded)  # nothing registered
+    by_key = {t.key: t for t in tasks}
     for key, values in loaded.prepare.task_options.items():
         if key not in by_key:
             raise ConfigError(f"{where}: prepare.task_options.{key}: no task has the key {key!r} "
@@ -135,10 +139,9 @@ def write(params_path: str | Path, combined: Mapping[str, Any]) -> None:
     path = Path(params_path)
     doc = yaml_rt.load(path.read_text(encoding="utf-8")) or CommentedMap()
     _merge_into(doc, combined)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        yaml_rt.dump(doc, f)
-    tmp.replace(path)
+    text = io.StringIO()
+    yaml_rt.dump(doc, text)
+    write_text(path, text.getvalue())
 
 
 def _merge_into(doc: Any, overlay: Mapping[str, Any]) -> None:

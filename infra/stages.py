@@ -36,39 +36,9 @@ STAGE_CODE = {
     "custom": (["pipelines.prepare_cli", "deca.custom_tasks"], ["pipelines.vocab"]),  # prepare_<custom task>
     "vocab": (["pipelines.prepare_cli"], ["pipelines.prepare"]),
     "train": (["train.train_cli"], []),
-    "evaluate": (["train.evaluate_cli"], []),
+    "evaluate": (["train.infer.evaluate_cli"], []),
     "report": (["eval.compare_cli"], []),
 }
-
-
-def _registering_modules() -> dict[str, str]:
-    """Task name -> the deca.tasks module whose import registered it."""
-    import deca.registry as registry
-
-    if registry._LOADED:  # noqa: SLF001  (already imported: ask a fresh interpreter)
-        import json
-        import subprocess
-
-        code = "import json, infra.stages as s; print(json.dumps(s._registering_modules()))"
-        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
-        return json.loads(out.stdout.strip().splitlines()[-1])
-    where: dict[str, str] = {}
-    original = registry.register
-
-    def recording(task):
-        frame = sys._getframe(1)  # noqa: SLF001
-        while frame.f_back and frame.f_globals.get("__name__", "").rpartition(".")[2].startswith("_"):
-            frame = frame.f_back  # a helper module (deca/tasks/_renamed.py): the task module that called it
-        caller = frame.f_globals.get("__name__", "?")
-        where[task.name] = caller
-        return original(task)
-
-    registry.register = recording
-    try:
-        registry.all_tasks()
-    finally:
-        registry.register = original
-    return where
 
 
 def mirror_dir(task) -> str:
@@ -88,15 +58,14 @@ def _all_entries() -> dict[str, dict[str, str]]:
     if _TABLE is None:
         from deca.registry import all_tasks
 
-        modules = _registering_modules()
         _TABLE = {}
         for name, task in all_tasks().items():
             if task.group == "custom":  # declared in params.yaml: a stage of its own (custom_stages)
                 continue
-            module = modules.get(name, "")
-            if not module.startswith("deca.tasks."):
-                raise ValueError(f"task {name!r} is registered from {module!r}, not a deca/tasks/ module")
-            _TABLE[task.key] = {"name": name, "module": module.split(".")[-1] + ".py", "corpus": mirror_dir(task)}
+            if not task.module.startswith("deca.tasks."):
+                raise ValueError(f"task {name!r} is registered from {task.module!r}, not a deca/tasks/ module")
+            _TABLE[task.key] = {"name": name, "module": task.module.split(".")[-1] + ".py",
+                                "corpus": mirror_dir(task)}
     return _TABLE
 
 
@@ -108,13 +77,14 @@ def entries(params_path: str | Path = ROOT / "params.yaml") -> dict[str, dict[st
     shared by the tasks whose raw files live in that folder (e.g. woz.en and woz.de).
     ``custom``: {custom task name: [its JSONL files]}: one ``prepare_<name>`` stage each (custom_stages).
     """
-    from deca.registry import resolve_tasks
-
     from deca.config import load_params
-    from deca.registry import get_task
+    from deca.custom_tasks import declare
+    from deca.registry import get_task, resolve_tasks
 
+    params = load_params(params_path)
+    declare(params)
     table = _all_entries()
-    selected = resolve_tasks(load_params(params_path).data.tasks)
+    selected = resolve_tasks(params.data.tasks)
     tasks = {k: dict(v) for k, v in table.items() if v["name"] in selected}
     custom = {name: [str(p) for split in get_task(name).splits for p in get_task(name).files(split, "")]
               for name in selected if get_task(name).group == "custom"}
@@ -236,7 +206,15 @@ def generate(text: str, tables: dict[str, dict[str, dict[str, str]]]) -> str:
     return text
 
 
+def counts(tables: dict[str, dict]) -> str:
+    """'<n> tasks (<k> custom), <m> corpora': every selected task, those of a task module (the ``tasks``
+    table) and those of params.yaml's custom_tasks (their own stages) together."""
+    n, custom = len(tables["tasks"]) + len(tables["custom"]), len(tables["custom"])
+    return f"{n} tasks{f' ({custom} custom)' if custom else ''}, {len(tables['corpora'])} corpora"
+
+
 def main(argv: list[str] | None = None) -> int:
+    """`python -m infra.stages [--check | --write]`: see the module docstring; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m infra.stages", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
@@ -260,15 +238,15 @@ def main(argv: list[str] | None = None) -> int:
         for key in options:
             print(f"{args.params}: prepare.task_options.{key} is missing")
         if ok:
-            print(f"{path}: up to date ({len(want['tasks'])} tasks, {len(want['corpora'])} corpora)")
+            print(f"{path}: up to date ({counts(want)})")
             return 0
         print(f"{path}: out of date; run `python -m infra.stages --write`", file=sys.stderr)
         return 1
     if args.write:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(updated, encoding="utf-8")
-        tmp.replace(path)
-        print(f"{path}: {len(want['tasks'])} tasks, {len(want['corpora'])} corpora, code dependencies up to date")
+        from deca.io import write_text
+
+        write_text(path, updated)
+        print(f"{path}: {counts(want)}, code dependencies up to date")
         if options:
             from infra.overlay import write
 

@@ -10,8 +10,8 @@ Pipeline (built from the known list of (task, split) pairs)::
          task's row hook, write part-NNNNN.parquet right there) -> partial stats, ids; row-hook drops and
          errors tagged
       stats -> CombinePerKey ─┐
-      drops ──────────────────┼─ + a seed per split -> GroupByKey(task) -> FinalizeTask (stats.json,
-                              │                                               dropped.parquet)
+      drops ──────────────────┼─ + the planned splits -> CoGroupByKey(task) -> FinalizeTask (stats.json,
+                              │                                                 dropped.parquet)
       ids   -> GroupByKey(task, split, bucket) -> duplicate-id errors
     errors (every step) -> Gather -> staging/_errors.json (the driver raises the first one)
 
@@ -158,14 +158,13 @@ def build(p: beam.Pipeline, job: PrepareJob, staging_root: str, bins: int = 1) -
 
     split_stats = (converted.stats
                    | "SplitStats" >> beam.CombinePerKey(stats.SplitStatsFn())
-                   | "ByTask" >> beam.Map(lambda kv: (kv[0][0], ("split", (kv[0][1], kv[1])))))
+                   | "ByTask" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1]))))
     drops = ((planned.dropped, converted.dropped)
              | "AllDrops" >> beam.Flatten()
-             | "DropByTask" >> beam.Map(lambda d: (d["task"], ("drop", d))))
-    seeds = splits | "Seeds" >> beam.Map(lambda pair: (pair[0], ("seed", None)))  # every task is finalized
-    _ = ((seeds, split_stats, drops)
-         | "PerTask" >> beam.Flatten()
-         | "GroupTask" >> beam.GroupByKey()
+             | "DropByTask" >> beam.Map(lambda d: (d["task"], d)))
+    # keyed by task; `splits` ((task, split) pairs) makes every task finalized, even one without rows or drops
+    _ = ({"planned": splits, "split_stats": split_stats, "drops": drops}
+         | "GroupTask" >> beam.CoGroupByKey()
          | "Finalize" >> beam.ParDo(T.FinalizeTask(staging_root, job.splits, options)))
 
     _ = ((planned.errors, converted.errors, duplicates)

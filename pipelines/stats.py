@@ -9,14 +9,16 @@
                           "dropped": {"reason": count, ...}},
                 ...}}
 
-The token statistics are computed in Beam by `SplitStatsFn` (a CombineFn over per-batch partial
-accumulators, so no split is ever held in memory); `task_stats` assembles the file and `format_table` prints the end-of-run summary.
+The token statistics are computed in Beam by `SplitStatsFn` (a CombineFn over per-shard partial
+`SplitTotals`, so no split is ever held in memory); `task_stats` assembles the file and `format_table`
+prints the end-of-run summary.
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from pipelines import beam_options  # noqa: F401  (first: quiets Beam's import-time warning)
 
@@ -32,65 +34,72 @@ def lengths(row: Mapping[str, Any]) -> tuple[int, int, int]:
     return tuple(len(row[f"{field}_tokens"]) for field in FIELDS)  # type: ignore[return-value]
 
 
-def new_accumulator() -> list[int]:
-    """``[examples, sum_context, sum_question, sum_answer, max_context, max_question, max_answer]``."""
-    return [0] * (1 + 2 * len(FIELDS))
+@dataclass
+class SplitTotals:
+    """Examples and token counts of (part of) a split: the statistics accumulator, combined across shards.
 
+    `sums` and `maxima` hold, per field of FIELDS, the total and the largest token count of one example."""
 
-def add_lengths(acc: list[int], counts: tuple[int, ...]) -> list[int]:
-    """Count one example with the given token counts into `acc` (in place)."""
-    k = len(FIELDS)
-    acc[0] += 1
-    for i, n in enumerate(counts):
-        acc[1 + i] += n
-        if n > acc[1 + k + i]:
-            acc[1 + k + i] = n
-    return acc
+    examples: int = 0
+    sums: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FIELDS, 0))
+    maxima: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FIELDS, 0))
 
+    @property
+    def tokens(self) -> int:
+        """Tokens of every field of every example counted."""
+        return sum(self.sums.values())
 
-def merge_into(acc: list[int], other: list[int]) -> list[int]:
-    k = len(FIELDS)
-    acc[0] += other[0]
-    for i in range(k):
-        acc[1 + i] += other[1 + i]
-        acc[1 + k + i] = max(acc[1 + k + i], other[1 + k + i])
-    return acc
+    def add(self, counts: Sequence[int]) -> "SplitTotals":
+        """Count one example with these token counts (in FIELDS order) in place; returns self."""
+        self.examples += 1
+        for name, n in zip(FIELDS, counts):
+            self.sums[name] += n
+            self.maxima[name] = max(self.maxima[name], n)
+        return self
+
+    def merge(self, other: "SplitTotals") -> "SplitTotals":
+        """Add `other`'s counts in place; returns self."""
+        self.examples += other.examples
+        for name in FIELDS:
+            self.sums[name] += other.sums[name]
+            self.maxima[name] = max(self.maxima[name], other.maxima[name])
+        return self
+
+    def summary(self) -> dict[str, Any]:
+        """{examples, tokens: {field: {sum, mean, max}}}: a split's entry of stats.json (without its drops)."""
+        n = self.examples
+        return {
+            "examples": n,
+            "tokens": {
+                name: {"sum": self.sums[name], "mean": round(self.sums[name] / n, 3) if n else 0.0,
+                       "max": self.maxima[name]}
+                for name in FIELDS
+            },
+        }
 
 
 class SplitStatsFn(beam.CombineFn):
-    """Combine partial accumulators (one per processed batch, see `add_lengths`) into
-    {examples, tokens: {field: {sum, mean, max}}}."""
+    """Combine partial totals (one `SplitTotals` per written shard) into a split's `SplitTotals.summary`."""
 
-    def create_accumulator(self) -> list[int]:
-        return new_accumulator()
+    def create_accumulator(self) -> SplitTotals:
+        return SplitTotals()
 
-    def add_input(self, acc: list[int], partial: list[int]) -> list[int]:
-        return merge_into(acc, partial)
+    def add_input(self, acc: SplitTotals, partial: SplitTotals) -> SplitTotals:
+        return acc.merge(partial)
 
-    def merge_accumulators(self, accs: Iterable[list[int]]) -> list[int]:
-        out = new_accumulator()
+    def merge_accumulators(self, accs: Iterable[SplitTotals]) -> SplitTotals:
+        out = SplitTotals()
         for acc in accs:
-            merge_into(out, acc)
+            out.merge(acc)
         return out
 
-    def extract_output(self, acc: list[int]) -> dict[str, Any]:
-        return summarize(acc)
-
-
-def summarize(acc: list[int]) -> dict[str, Any]:
-    """The output of `SplitStatsFn` for an accumulator (also used for splits without any example)."""
-    n, k = acc[0], len(FIELDS)
-    return {
-        "examples": n,
-        "tokens": {
-            field: {"sum": acc[1 + i], "mean": round(acc[1 + i] / n, 3) if n else 0.0, "max": acc[1 + k + i]}
-            for i, field in enumerate(FIELDS)
-        },
-    }
+    def extract_output(self, acc: SplitTotals) -> dict[str, Any]:
+        return acc.summary()
 
 
 def empty_split() -> dict[str, Any]:
-    return summarize(new_accumulator())
+    """The statistics of a split without any example."""
+    return SplitTotals().summary()
 
 
 def task_stats(task: str, splits: Iterable[str], split_stats: Mapping[str, dict], drops: Mapping[str, Mapping[str, int]],

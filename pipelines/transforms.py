@@ -5,7 +5,7 @@ the worker that converts a shard reads its range of the raw file and writes its 
 
 - a `Unit`: one shard of a split, as a range of reader positions (`seq`: the position in the reader's
   output, examples and drops together, which assigns shards and orders rows inside a shard);
-- partial statistics ``((task, split), accumulator)`` and ids ``((task, split, bucket), [id, ...])``;
+- partial statistics ``((task, split), stats.SplitTotals)`` and ids ``((task, split, bucket), [id, ...])``;
 - a drop record (tagged output ``dropped``): ``{"id", "task", "split", "reason", "detail", "seq"}``;
 - an error record (tagged output ``errors``): a `deca.errors.DataError` flattened to a dict.
 
@@ -18,7 +18,7 @@ import dataclasses
 import json
 import zlib
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from pipelines import beam_options  # first: quiets Beam's import-time warning
 
@@ -148,7 +148,7 @@ class ConvertShard(_Counted):
     Reads the units' ranges of the split (one read per pass), converts each (lowercase, revtok with a
     `rows.TextCache`, the task's row hook) and writes its rows in reader order, `batch_size` rows converted
     to Arrow at a time; one shard is held at a time.
-    Outputs partial statistics ``((task, split), accumulator)`` (main), ids ``((task, split, bucket),
+    Outputs partial statistics ``((task, split), stats.SplitTotals)`` (main), ids ``((task, split, bucket),
     [id, ...])`` (``ids``, for the uniqueness check), and one record per row-hook drop or data error.
     """
 
@@ -202,31 +202,31 @@ class ConvertShard(_Counted):
     def finish(self, unit: Unit, shard: ShardRows) -> Iterator[Any]:
         """Write the unit's shard (if it kept any row) and emit its statistics and ids."""
         name, split = unit.task, unit.split
-        if not shard.acc[0]:
+        if not shard.totals.examples:
             return
         path = Path(self.staging_root) / name / split / sinks.shard_name(unit.shard)
         sinks.write_batches(shard.batches(), EXAMPLE_SCHEMA, path)
         self.inc(name, split, "shards")
-        self.inc(name, split, "rows", shard.acc[0])
-        self.inc(name, split, "tokens", sum(shard.acc[1:1 + len(stats.FIELDS)]))
+        self.inc(name, split, "rows", shard.totals.examples)
+        self.inc(name, split, "tokens", shard.totals.tokens)
         for bucket, idents in shard.ids.items():
             yield beam.pvalue.TaggedOutput(IDS, ((name, split, bucket), idents))
-        yield (name, split), shard.acc
+        yield (name, split), shard.totals
 
 
 class ShardRows:
     """The rows of one shard as they are converted: Arrow record batches of `batch_size` rows (far
-    smaller than the row dicts), the statistics accumulator and the ids by bucket."""
+    smaller than the row dicts), their statistics (`stats.SplitTotals`) and the ids by bucket."""
 
     def __init__(self, batch_size: int):
         self.batch_size = batch_size
         self._rows: list[dict] = []
         self._batches: list = []
-        self.acc = stats.new_accumulator()
+        self.totals = stats.SplitTotals()
         self.ids: dict[int, list[str]] = {}
 
     def add(self, row: dict) -> None:
-        stats.add_lengths(self.acc, stats.lengths(row))
+        self.totals.add(stats.lengths(row))
         self.ids.setdefault(id_bucket(row["id"]), []).append(row["id"])
         self._rows.append(row)
         if len(self._rows) >= self.batch_size:
@@ -262,7 +262,8 @@ def duplicate_errors(element: tuple[tuple[str, str, int], Any],
 
 
 class FinalizeTask(beam.DoFn):
-    """(task, [("seed"|"split"|"drop", payload), ...]) -> staging/<task>/stats.json and dropped.parquet.
+    """(task, {"planned": [split, ...], "split_stats": [(split, summary), ...], "drops": [drop record, ...]})
+    (the output of CoGroupByKey over those named inputs) -> staging/<task>/stats.json and dropped.parquet.
 
     Also writes an empty shard (schema only) for a split without any example, so that every prepared
     split has at least one Parquet file. Drops of one task are held in memory to order them.
@@ -273,16 +274,10 @@ class FinalizeTask(beam.DoFn):
         self.splits = {name: list(s) for name, s in splits.items()}
         self.options = {name: _options_dict(o) for name, o in options.items()}
 
-    def process(self, element: tuple[str, Any]) -> Iterator[tuple[str, dict]]:
-        name, values = element
-        split_stats: dict[str, dict] = {}
-        drops: list[dict] = []
-        for kind, payload in values:
-            if kind == "split":
-                split, summary = payload
-                split_stats[split] = summary
-            elif kind == "drop":
-                drops.append(payload)
+    def process(self, element: tuple[str, Mapping[str, Iterable[Any]]]) -> Iterator[tuple[str, dict]]:
+        name, inputs = element
+        split_stats: dict[str, dict] = dict(inputs["split_stats"])
+        drops: list[dict] = list(inputs["drops"])
         order = {s: i for i, s in enumerate(self.splits[name])}
         drops.sort(key=lambda d: (order.get(d["split"], len(order)), d["seq"]))
         counts: dict[str, dict[str, int]] = {}

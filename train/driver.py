@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from deca.checks import check_values
 from deca.config import Params
+from deca.custom_tasks import declare
 from deca.errors import ConfigError, DataError, DecaError, interrupted
 from deca.io import write_json
 from deca.registry import resolve_tasks
@@ -231,6 +232,7 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
         info = read_run_file(run_file)
         check_server(info["tracking_uri"])
         reopen_run(info["tracking_uri"], info["mlflow_run_id"])
+    declare(params)  # the custom tasks of the params trained with (a resumed run's own)
     tc = params.train
     tasks = resolve_tasks(tc.tasks)
     check_inputs(params, tasks)

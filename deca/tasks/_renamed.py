@@ -60,5 +60,5 @@ def _register(base: Task, suffix: str, words: Mapping[str, str]) -> Task:
         row_hook=base.row_hook,
         eval_only=True,
         group="sentiment",
-    ))
+    ), module=base.module)  # the base task's module: the variants share its DVC dependencies
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from deca.config import Params, from_dict, load_params
+from deca.config import Params, from_dict, load_params, params_from_args
+from deca.custom_tasks import declare
 from deca.errors import ConfigError, DataError
 from deca.registry import all_tasks, get_task, resolve_tasks
 from tests.conftest import ROOT
@@ -18,24 +19,62 @@ SPEC = {"metric": "nf1", "fields": {"context": "passage"},
 
 
 def params_with(**custom) -> Params:
-    return from_dict(Params, {"custom_tasks": custom})
+    """Params with these custom tasks, declared."""
+    params = from_dict(Params, {"custom_tasks": custom})
+    declare(params)
+    return params
+
+
+def custom_names() -> list[str]:
+    return [n for n, t in all_tasks().items() if t.group == "custom"]
 
 
 @pytest.fixture(autouse=True)
 def no_custom_tasks_after():
     yield
-    Params()  # default params declare no custom task
+    declare(Params())  # default params declare no custom task
 
 
 def test_declared_task_is_registered_and_replaced_by_the_next_params():
     params_with(minqa=SPEC)
     task = get_task("minqa")
     assert task.group == "custom" and task.metric == "nf1" and set(task.splits) == {"train", "validation"}
+    assert task.module == "deca.custom_tasks"
     assert "minqa" in resolve_tasks("all")
     params_with(otherqa=SPEC)
     assert "minqa" not in all_tasks() and "otherqa" in all_tasks()
+    declare(Params())
+    assert not custom_names()
+
+
+def test_building_params_registers_nothing(tmp_path):
+    params_with(otherqa=SPEC)
+    params = from_dict(Params, {"custom_tasks": {"minqa": SPEC}})
+    Params(custom_tasks=params.custom_tasks)
     Params()
-    assert not [t for t in all_tasks().values() if t.group == "custom"]
+    path = tmp_path / "params.yaml"
+    path.write_text(f"custom_tasks: {json.dumps({'minqa': SPEC})}\n", encoding="utf-8")
+    assert "minqa" in load_params(path).custom_tasks  # loading checks them, registers nothing
+    assert custom_names() == ["otherqa"]
+
+
+def test_the_params_of_a_command_declare_their_custom_tasks(tmp_path):
+    import argparse
+
+    path = tmp_path / "params.yaml"
+    path.write_text(f"custom_tasks: {json.dumps({'minqa': SPEC})}\n", encoding="utf-8")
+    params_from_args(argparse.Namespace(params=str(path), overrides=[]))
+    assert custom_names() == ["minqa"]
+    params_from_args(argparse.Namespace(params=str(tmp_path / "absent.yaml"), overrides=[]))  # the defaults
+    assert custom_names() == []
+
+
+def test_loading_params_checks_custom_tasks_without_registering(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text(f"custom_tasks: {json.dumps({'sst': SPEC})}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="custom_tasks.sst: a registered task has that name"):
+        load_params(path)
+    assert get_task("sst").group != "custom"
 
 
 @pytest.mark.parametrize("name, spec, words", [
@@ -57,6 +96,7 @@ def test_params_file_declares_custom_tasks(tmp_path):
     path.write_text("custom_tasks:\n  minqa:\n    metric: nf1\n    files: {validation: v.jsonl}\n", encoding="utf-8")
     params = load_params(path)
     assert params.custom_tasks["minqa"].files == {"validation": "v.jsonl"}
+    declare(params)
     assert get_task("minqa").files("validation", "data/raw") == [Path("v.jsonl")]  # not under the raw dir
 
 

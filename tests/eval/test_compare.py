@@ -9,6 +9,7 @@ from deca.cli import main
 from deca.errors import ConfigError, DataError
 from deca.registry import DECANLP, get_task
 from eval import compare
+from eval.labels import TASK_LABELS
 
 
 def test_paper_rows_are_table_3():
@@ -93,7 +94,7 @@ def test_cli_writes_table_markdown_and_plot(store, tmp_path, capsys, monkeypatch
     assert "* partial" in printed
     md = (tmp_path / "cmp" / "strategies.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| run"))
-    assert header.split("|")[3:-2] == [f" {compare.SHORT[t]} " for t in DECANLP]
+    assert header.split("|")[3:-2] == [f" {TASK_LABELS[t]} " for t in DECANLP]
     assert "| joint | fully_joint | 10.0 | 11.0 |" in md and "| squad-first | anti_curriculum_squad | 30.0 | - |" in md
     data = json.loads((tmp_path / "cmp" / "strategies.json").read_text())
     assert [r["label"] for r in data["rows"]][:2] == ["joint", "squad-first"] and len(data["rows"]) == 7

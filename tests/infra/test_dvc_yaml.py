@@ -133,11 +133,13 @@ def test_check_fails_when_a_stage_lists_stale_code(tmp_path):
     assert (tmp_path / "dvc.yaml").read_text(encoding="utf-8") == text
 
 
-def test_a_custom_task_gets_its_own_prepare_stage(tmp_path):
+def test_a_custom_task_gets_its_own_prepare_stage(tmp_path, capsys):
     """A task declared under custom_tasks in params.yaml: `--write` adds prepare_<name> on its files and params."""
     from dvc.repo import Repo
 
     from deca.config import Params
+    from deca.custom_tasks import declare
+    from deca.registry import all_tasks
 
     custom = {"minqa": {"metric": "nf1", "fields": {"context": "passage"},
                         "files": {"train": "tests/fixtures/custom/qa.train.jsonl",
@@ -148,10 +150,14 @@ def test_a_custom_task_gets_its_own_prepare_stage(tmp_path):
     args = ["--dvc-yaml", str(tmp_path / "dvc.yaml"), "--params", str(tmp_path / "params.yaml")]
     try:
         assert stages.main(["--check", *args]) == 1
+        capsys.readouterr()
         assert stages.main(["--write", *args]) == 0
+        registered = len(all_tasks())  # the module tasks and minqa
+        assert f"{registered} tasks (1 custom), " in capsys.readouterr().out
         assert stages.main(["--check", *args]) == 0
+        assert f"up to date ({registered} tasks (1 custom), " in capsys.readouterr().out
     finally:
-        Params()  # the default params: no custom task stays registered
+        declare(Params())  # the default params: no custom task stays registered
     Repo.init(str(tmp_path), no_scm=True)
     with Repo(str(tmp_path)) as repo:
         index = {s.name: s for s in repo.index.stages}
@@ -164,3 +170,17 @@ def test_a_custom_task_gets_its_own_prepare_stage(tmp_path):
     params = {k for d in stage.deps if hasattr(d, "params") for k in (d.params or [])}
     assert "custom_tasks.minqa" in params and "prepare.task_options.minqa" not in params
     assert "custom_tasks" in {k for d in index["evaluate"].deps if hasattr(d, "params") for k in (d.params or [])}
+
+
+def test_the_task_count_is_every_selected_task():
+    tables = {"tasks": {"sst": {}, "woz_en": {}}, "custom": {"minqa": []}, "corpora": {"sst": {}, "woz": {}}}
+    assert stages.counts(tables) == "3 tasks (1 custom), 2 corpora"
+    assert stages.counts({**tables, "custom": {}}) == "2 tasks, 2 corpora"
+
+
+def test_the_tables_name_the_module_that_registered_each_task():
+    from deca.registry import get_task
+
+    table = stages.entries(ROOT / "params.yaml")["tasks"]
+    assert table["sst"]["module"] == table["sst_happy_angry"]["module"] == "sst.py"  # a variant: its base's
+    assert all(e["module"] == get_task(e["name"]).module.split(".")[-1] + ".py" for e in table.values())
