@@ -10,21 +10,40 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import IO, Iterable, Mapping
+from typing import Iterable, Mapping
 
 import torch
 
-from deca.errors import DataError
+from deca.errors import ConfigError, DataError
 from deca.text import prepare_text
+from train.infer.limits import InputLimits
 
 FIX = 'each line must be a JSON object {"context": "...", "question": "..."} (optionally "id")'
 
 
-def pick_device(name: str) -> torch.device:
-    """`auto` is CUDA when there is one, else the CPU."""
+DEVICES = "auto, cpu, cuda or cuda:N"
+
+
+def pick_device(name: str, option: str = "--device") -> torch.device:
+    """The device `name` names: `auto` is CUDA when there is one, else the CPU. A ConfigError names `option`
+    for anything else than auto, cpu, cuda or cuda:N, and for CUDA on a machine without it."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    kind, _, index = name.partition(":")
+    if kind not in ("cpu", "cuda") or (index and (kind == "cpu" or not index.isdigit())):
+        raise ConfigError(f"{option} {name}: not a device; use {DEVICES}")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"{option} {name}: CUDA is not available on this machine; use {option} cpu (or auto)")
+    if kind == "cuda" and index and int(index) >= torch.cuda.device_count():
+        raise ConfigError(f"{option} {name}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return torch.device(name)
+
+
+def check_answer_length(value: int | None, option: str = "--max-answer-length") -> int | None:
+    """`value` when it is None (the model's own) or at least 1; else a ConfigError naming `option`."""
+    if value is not None and value < 1:
+        raise ConfigError(f"{option} must be at least 1 (decoding steps), got {value}")
+    return value
 
 
 def lowercase_of(extra: Mapping) -> bool:
@@ -39,35 +58,56 @@ def request_row(context: str, question: str, request_id: str = "0", lowercase: b
             "question_tokens": prepare_text(question, lowercase)[1], "answer_tokens": []}
 
 
-def read_requests(stream: Iterable[str], name: str) -> list[dict]:
-    """The requests ({"id", "context", "question"}) of a JSON-lines stream; a DataError names the line and the fix
-    of a bad one. `request_row` makes each a row once the model (and so its text preparation) is known."""
+def read_requests(lines: Iterable[str], name: str, limits: InputLimits = InputLimits()) -> list[dict]:
+    """The requests ({"id", "context", "question"}) of JSON lines, each within `limits`; a DataError names the
+    line, the field and the fix of the first bad one. `request_row` makes each a row once the model (and so its
+    text preparation) is known. A request without an id (or with "id": null) is named by its line number."""
     rows, seen = [], set()
-    for lineno, line in enumerate(stream, start=1):
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(name, f"not valid JSON ({exc.msg})", line=lineno, fix=FIX) from None
-        if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("context", "question")):
-            raise DataError(name, "needs string fields 'context' and 'question'", line=lineno, fix=FIX)
-        rid = str(record.get("id", lineno))
-        if rid in seen:
-            raise DataError(name, f"id {rid!r} given twice", line=lineno, fix="give every request its own id")
-        seen.add(rid)
-        rows.append({"id": rid, "context": record["context"], "question": record["question"]})
+        except RecursionError:
+            raise DataError(name, "JSON nested too deeply", line=lineno, fix=FIX) from None
+        if not isinstance(record, dict):
+            raise DataError(name, "not a JSON object", line=lineno, fix=FIX)
+        rows.append(checked_request(record, lineno, name, limits))
+        if rows[-1]["id"] in seen:
+            raise DataError(name, f"id {rows[-1]['id']!r} given twice", line=lineno, fix="give every request its own id")
+        seen.add(rows[-1]["id"])
     if not rows:
         raise DataError(name, "no requests in it", fix=FIX)
     return rows
 
 
-def open_requests(path: str) -> tuple[IO[str], str]:
-    """(text stream, name for errors) of a requests file, `-` for standard input."""
+def checked_request(record: dict, lineno: int, name: str, limits: InputLimits) -> dict:
+    """{"id", "context", "question"} of one request, or a DataError naming the line and the field."""
+    problems = limits.problems(record)
+    if problems:
+        field, message = problems[0]
+        raise DataError(name, f"{field}: {message}", line=lineno, fix=FIX if "required" in message else None)
+    rid = record.get("id")
+    return {"id": str(lineno) if rid is None else str(rid), "context": record["context"],
+            "question": record["question"]}
+
+
+def request_lines(path: str) -> tuple[list[str], str]:
+    """(the lines, the name for errors) of a requests file, `-` for standard input; a DataError names the line of
+    the first bytes that are not UTF-8."""
     import sys
 
     if path == "-":
-        return sys.stdin, "<stdin>"
-    if not Path(path).is_file():
+        data, name = sys.stdin.buffer.read(), "<stdin>"
+    elif not Path(path).is_file():
         raise DataError(path, "requests file not found", fix="give a JSON-lines file, or - for standard input")
-    return open(path, encoding="utf-8"), path
+    else:
+        data, name = Path(path).read_bytes(), path
+    try:
+        return data.decode("utf-8").splitlines(), name
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DataError(name, f"not UTF-8 text (byte {exc.start:,}: {data[exc.start:exc.start + 1]!r})", line=line,
+                        fix="save the file as UTF-8") from None

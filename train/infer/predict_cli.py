@@ -5,8 +5,11 @@ Examples:
   deca predict --input requests.jsonl --output answers.jsonl      # {"context", "question"[, "id"]} per line
   cat requests.jsonl | deca predict --input - --checkpoint model.pt
 
-The model is the latest run's best model under train.storage_dir, or --run DIR / --checkpoint FILE, with
-the vocabulary of data.vocab_path. Text is prepared exactly as `deca prepare` prepares the corpora. Each
+The model is the latest run's best model under train.storage_dir, or --run DIR / --checkpoint FILE (which
+carries its vocabulary). Text is prepared as the model's training data was (`deca prepare`, lowercased
+when the model was trained on lowercased text). Every request is checked before the model loads: context
+and question must hold text, a context at most --max-chars characters (default 20,000, as `deca serve`),
+a question a tenth of that; a bad line is named with its field and the fix. Each
 output line is {"id", "answer", "tokens": [{"token", "source", "weights", "probability"}]}: for every
 answer token, the source that gave most of its probability (vocabulary, context or question), the three
 source weights (they sum to 1) and the token's probability.
@@ -19,6 +22,7 @@ import sys
 
 from deca.config import add_params_arguments, params_from_args
 from deca.errors import ConfigError
+from train.infer.limits import MAX_CONTEXT_CHARS, InputLimits
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +36,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", metavar="FILE", help="write the answers there (default: standard output)")
     parser.add_argument("--batch-size", type=int, default=64, metavar="N", help="requests per batch (default 64)")
     parser.add_argument("--max-answer-length", type=int, metavar="N", help="decoding steps (default: the model's)")
+    parser.add_argument("--max-chars", type=int, default=MAX_CONTEXT_CHARS, metavar="N",
+                        help=f"most characters of a context (default {MAX_CONTEXT_CHARS}; a question: a tenth of it)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_params_arguments(parser)
@@ -40,21 +46,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def requests(args: argparse.Namespace) -> list[dict]:
     """The requests to answer ({"id", "context", "question"}): the --context/--question pair, or every line of
     --input."""
-    from train.infer.predict import open_requests, read_requests
+    from train.infer.predict import read_requests, request_lines
 
     single = args.context is not None or args.question is not None
     if single == bool(args.input):
         raise ConfigError("give either --context and --question, or --input FILE (- for standard input)")
+    limits = InputLimits.from_chars(args.max_chars)
     if single:
         if args.context is None or args.question is None:
             raise ConfigError("--context and --question go together")
+        problems = limits.problems({"context": args.context, "question": args.question})
+        if problems:
+            raise ConfigError(f"--{problems[0][0]}: {problems[0][1]}")
         return [{"id": "0", "context": args.context, "question": args.question}]
-    stream, name = open_requests(args.input)
-    try:
-        return read_requests(stream, name)
-    finally:
-        if stream is not sys.stdin:
-            stream.close()
+    return read_requests(*request_lines(args.input), limits)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,18 +67,20 @@ def run(args: argparse.Namespace) -> int:
 
     from deca.io import write_text
     from train.mqan.allocator import keep_large_blocks
-    from train.infer.predict import lowercase_of, pick_device, request_row
+    from train.infer.predict import check_answer_length, lowercase_of, pick_device, request_row
     from train.mqan.checkpoint import load_model
     from train.mqan.decode import decode
     from train.runs import resolve_checkpoint
 
-    if args.batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1, got {args.batch_size}")
+    for option in ("batch_size", "max_chars"):
+        if getattr(args, option) < 1:
+            raise ConfigError(f"--{option.replace('_', '-')} must be at least 1, got {getattr(args, option)}")
+    check_answer_length(args.max_answer_length)
+    device = pick_device(args.device)
     params = params_from_args(args)
     asked = requests(args)
     keep_large_blocks()
     path, _ = resolve_checkpoint(args.run, args.checkpoint, params.train.storage_dir)
-    device = pick_device(args.device)
     model, vocab, extra = load_model(path, params.data.vocab_path, device)
     rows = [request_row(r["context"], r["question"], r["id"], lowercase_of(extra)) for r in asked]
     with tqdm(total=len(rows), desc="predict", unit="q", disable=args.no_progress or len(rows) == 1) as bar:

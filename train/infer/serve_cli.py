@@ -10,9 +10,11 @@ Routes: POST /predict takes one {"context", "question"[, "id"]} or a JSON array 
 `deca predict` writes for each (the answer, and per token its source, the three source weights and its
 probability); GET /health; GET /tasks (an example input for each registered task); GET / is the demo
 page, where the answer's tokens are coloured by source as in the paper's Figure 1. The model is loaded
-once; concurrent calls are coalesced into model batches of at most --max-batch rows, waiting at most
---max-wait-ms for a batch to fill. Calls over the limits (--max-requests per call, --max-chars per
-context) are refused with a 4xx status and a message naming the field. It listens on 127.0.0.1 only,
+once; concurrent calls are coalesced into model batches of at most --max-batch rows and --batch-tokens
+context + question tokens, waiting at most --max-wait-ms for a batch to fill; the rows of waiting calls
+are taken in turn, so a large call is decoded in pieces and small calls keep being answered meanwhile.
+Calls over the limits (--max-requests per call, --max-chars per context: the same limit as `deca
+predict`) are refused with a 4xx status and a message naming the field. It listens on 127.0.0.1 only,
 unless --host says otherwise.
 """
 from __future__ import annotations
@@ -23,6 +25,8 @@ import sys
 
 from deca.config import add_params_arguments, params_from_args
 from deca.errors import ConfigError
+from train.infer.limits import MAX_CONTEXT_CHARS, InputLimits
+from train.infer.serve.engine import BATCH_TOKENS
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -42,12 +46,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="most rows in one model batch (default 32)")
     model.add_argument("--max-wait-ms", type=float, default=5.0, metavar="MS",
                        help="how long a batch waits for more rows before it runs (default 5)")
+    model.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, metavar="N",
+                       help=f"most context + question tokens in one model batch (default {BATCH_TOKENS}; "
+                            "a longer request runs alone)")
     model.add_argument("--max-answer-length", type=int, metavar="N", help="decoding steps (default: the model's)")
     limits = parser.add_argument_group("request limits")
     limits.add_argument("--max-requests", type=int, default=64, metavar="N",
                         help="most requests in one POST /predict (default 64)")
-    limits.add_argument("--max-chars", type=int, default=20_000, metavar="N",
-                        help="most characters of a context (default 20000; a question: a tenth of it)")
+    limits.add_argument("--max-chars", type=int, default=MAX_CONTEXT_CHARS, metavar="N",
+                        help=f"most characters of a context (default {MAX_CONTEXT_CHARS}; a question: a tenth of it)")
     ray = parser.add_argument_group("Ray Serve")
     ray.add_argument("--ray", action="store_true", help="deploy on Ray Serve (a local Ray instance, or RAY_ADDRESS)")
     ray.add_argument("--replicas", type=int, metavar="N", help="model replicas with --ray (default 2)")
@@ -56,9 +63,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace):
     """The request limits of `args`, after refusing inconsistent options (ConfigError)."""
+    from train.infer.predict import check_answer_length, pick_device
     from train.infer.serve.schema import Limits
 
-    for name in ("max_batch", "max_requests", "max_chars"):
+    for name in ("max_batch", "max_requests", "max_chars", "batch_tokens"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if args.replicas is not None and not args.ray:
@@ -69,8 +77,11 @@ def check(args: argparse.Namespace):
         raise ConfigError("--port 0 is not supported with --ray; give a free port, e.g. --port 8000")
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {args.port}")
-    return Limits(max_requests=args.max_requests, max_context_chars=args.max_chars,
-                  max_question_chars=max(1, args.max_chars // 10))
+    check_answer_length(args.max_answer_length)
+    pick_device(args.device)
+    text = InputLimits.from_chars(args.max_chars)
+    return Limits(max_requests=args.max_requests, max_context_chars=text.max_context_chars,
+                  max_question_chars=text.max_question_chars)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,7 +107,7 @@ def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
 
     keep_large_blocks()
     predictor = Predictor.load(path, vocab, args.device, args.max_answer_length)
-    app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms), limits)
+    app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens), limits)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     print(announce(host, port, path, predictor.device), file=sys.stderr, flush=True)
@@ -110,7 +121,8 @@ def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
 
     from train.infer.serve.ray_app import ServeConfig, start_ray, stop_ray
 
-    config = ServeConfig(path, vocab, args.device, args.max_batch, args.max_wait_ms, args.max_answer_length, limits)
+    config = ServeConfig(path, vocab, args.device, args.max_batch, args.max_wait_ms, args.max_answer_length, limits,
+                         args.batch_tokens)
     try:
         start_ray(config, args.replicas or 2, args.host, args.port)
         signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, which installs its own handler

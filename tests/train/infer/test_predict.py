@@ -88,3 +88,58 @@ def test_the_checkpoint_alone_is_enough(params_file, setup, tmp_path, capsys):  
         load_model(older)
     model, vocab, _ = load_model(older, setup[2])  # with the vocabulary file it was trained with
     assert vocab.fingerprint == payload["vocab_fingerprint"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"context": "caf\xe9", "question": "b"}\n', "bad.jsonl:1: not UTF-8 text (byte 16"),
+    (b"[" * 100_000 + b"]" * 100_000 + b"\n", "bad.jsonl:1: JSON nested too deeply"),
+    (b'{"context": "a", "question": "b"}\n{"context": "' + b"x" * 20_001 + b'", "question": "q"}\n',
+     "bad.jsonl:2: context: at most 20,000 characters, got 20,001"),
+    (b'{"context": " ", "question": "b"}\n', "bad.jsonl:1: context: must contain some text"),
+    (b'{"context": "a", "question": ""}\n', "bad.jsonl:1: question: must contain some text"),
+    (b'{"context": "a", "question": "b", "id": [1]}\n', "bad.jsonl:1: id: must be a string or an integer"),
+    (b'{"question": "b"}\n', "bad.jsonl:1: context: this field is required"),
+])
+def test_every_bad_request_is_one_line_naming_the_line_and_field(params_file, tmp_path, capsys, content, message):
+    _, path = params_file
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(content)
+    assert main(["predict", "--params", path, "--input", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-answer-length", "0"], "--max-answer-length must be at least 1 (decoding steps), got 0"),
+    (["--max-answer-length", "-1"], "--max-answer-length must be at least 1"),
+    (["--device", "foo"], "--device foo: not a device; use auto, cpu, cuda or cuda:N"),
+    (["--device", "cpu:1"], "--device cpu:1: not a device"),
+    (["--max-chars", "0"], "--max-chars must be at least 1"),
+    (["--context", "x" * 101, "--max-chars", "100"], "--context: at most 100 characters, got 101"),
+    (["--context", "   "], "--context: must contain some text"),
+])
+def test_bad_options_are_one_line(params_file, capsys, args, message):
+    _, path = params_file
+    base = {"--context": "a fine film .", "--question": "positive or negative?"}
+    for option, value in zip(args[::2], args[1::2]):
+        base[option] = value
+    assert main(["predict", "--params", path, *[x for kv in base.items() for x in kv]]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_cuda_without_a_gpu_is_named_as_such(params_file, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    _, path = params_file
+    assert main(["predict", "--params", path, "--context", "a", "--question", "b", "--device", "cuda"]) == 1
+    assert "--device cuda: CUDA is not available on this machine; use --device cpu (or auto)" in capsys.readouterr().err
+
+
+def test_a_null_id_is_the_line_number(params_file, tmp_path, capsys):
+    _, path = params_file
+    requests = tmp_path / "r.jsonl"
+    requests.write_text('{"context": "a", "question": "b", "id": null}\n{"context": "c", "question": "d"}\n')
+    assert main(["predict", "--params", path, "--input", str(requests)]) == 0
+    assert [json.loads(line)["id"] for line in capsys.readouterr().out.splitlines()] == ["1", "2"]

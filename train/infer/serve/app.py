@@ -15,6 +15,8 @@ here, or the Ray Serve deployment of train/infer/serve/ray_app.py. Refused calls
 """
 from __future__ import annotations
 
+import asyncio
+
 import socket
 import time
 from contextlib import asynccontextmanager
@@ -26,7 +28,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
-from train.infer.serve.engine import Batcher, Predictor
+from train.infer.serve.engine import BATCH_TOKENS, Batcher, Predictor
 from train.infer.serve.examples import task_examples
 from train.infer.serve.schema import Limits, RequestError, parse_body, request_adapters
 
@@ -46,17 +48,20 @@ class Backend(Protocol):
 class LocalBackend:
     """One Predictor in this process, behind a Batcher that coalesces concurrent calls."""
 
-    def __init__(self, predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 5.0):
+    def __init__(self, predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 5.0,
+                 batch_tokens: int = BATCH_TOKENS):
         self.predictor = predictor
-        self.batcher = Batcher(predictor.answer, max_batch, max_wait_ms)
+        self.batcher = Batcher(predictor.answer, max_batch, max_wait_ms, batch_tokens)
 
     async def answer(self, requests: list[dict]) -> list[dict]:
-        return await self.batcher.submit(requests)
+        rows = await asyncio.to_thread(self.predictor.prepare, requests)  # tokenizing off the event loop
+        return await self.batcher.submit(rows)
 
     def health(self) -> dict:
         stats = self.batcher.stats
         return {**self.predictor.describe(), "serving": "uvicorn",
                 "batching": {"max_batch": self.batcher.max_batch, "max_wait_ms": self.batcher.max_wait * 1000,
+                             "batch_tokens": self.batcher.batch_tokens,
                              "batches": stats.batches, "rows": stats.rows, "largest_batch": stats.largest}}
 
     async def close(self) -> None:

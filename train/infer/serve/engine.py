@@ -1,14 +1,21 @@
 """The model behind `deca serve`: loaded once, answering rows as `deca predict` does, and a batching queue.
 
-`Predictor` holds one model (train.mqan.checkpoint.load_model) and answers processed request rows
-(train.infer.predict.request_row) with train.mqan.decode.decode, ``explain=True``: the same JSON objects
-`deca predict` writes. `Batcher` coalesces the rows of concurrent HTTP calls into one model batch: the
-first waiting row opens a batch, which closes when it holds `max_batch` rows or `max_wait_ms` has
-passed; the model runs in one worker thread, so the event loop keeps accepting requests meanwhile.
+`Predictor` holds one model (train.mqan.checkpoint.load_model); `prepare` turns requests into rows as
+`deca predict` does (train.infer.predict.request_row) and `answer` decodes them with train.mqan.decode,
+``explain=True``: the same JSON objects `deca predict` writes.
+
+`Batcher` turns the rows of concurrent HTTP calls into model batches bounded by work, not only by count:
+a batch holds at most `max_batch` rows and at most `batch_tokens` context + question tokens (a row longer
+than that runs alone). Rows are taken from the waiting calls in turn, one row per call per turn, so a
+call of 64 long contexts is decoded in budget-sized pieces and a one-sentence call that arrives meanwhile
+joins the next piece instead of waiting behind the whole call. The first waiting row opens a batch, which
+closes when it is full or `max_wait_ms` has passed; the model runs in one worker thread, so the event
+loop keeps accepting requests meanwhile.
 """
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +24,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from deca.errors import ConfigError
+from train.infer.limits import row_cost
+
+BATCH_TOKENS = 4_000  # default work of one model batch: context + question tokens
 
 
 @dataclass
@@ -36,26 +46,27 @@ class Predictor:
     def load(cls, checkpoint: str | Path, vocab_path: str | Path | None = None, device: str = "auto",
              max_answer_length: int | None = None) -> "Predictor":
         """Load `checkpoint` (a format-2 file needs `vocab_path`) on `device` (auto: CUDA if present)."""
-        import torch
-
-        from train.infer.predict import lowercase_of, pick_device
+        from train.infer.predict import check_answer_length, lowercase_of, pick_device
         from train.mqan.checkpoint import load_model
 
         dev = pick_device(device)
-        if dev.type == "cuda" and not torch.cuda.is_available():
-            raise ConfigError(f"--device {device}: CUDA is not available here; use --device cpu (or auto)")
+        check_answer_length(max_answer_length)
         model, vocab, extra = load_model(checkpoint, vocab_path, dev)
         return cls(model, vocab, dev, str(checkpoint), extra.get("iteration"), max_answer_length, lowercase_of(extra))
 
-    def answer(self, requests: Sequence[dict]) -> list[dict]:
-        """`deca predict`'s JSON object for each request ({"id", "context", "question"}), in order (one model
-        batch; thread-safe). The text is prepared as the model's training data was (request_row)."""
+    def prepare(self, requests: Sequence[dict]) -> list[dict]:
+        """Requests ({"id", "context", "question"}) as rows, their text prepared as the model's training data
+        was (train.infer.predict.request_row)."""
         from train.infer.predict import request_row
+
+        return [request_row(r["context"], r["question"], r["id"], self.lowercase) for r in requests]
+
+    def answer(self, rows: Sequence[dict]) -> list[dict]:
+        """`deca predict`'s JSON object for each prepared row, in order (one model batch; thread-safe)."""
         from train.mqan.decode import decode
 
-        if not requests:
+        if not rows:
             return []
-        rows = [request_row(r["context"], r["question"], r["id"], self.lowercase) for r in requests]
         with self.lock:
             answers = decode(self.model, self.vocab, rows, len(rows), self.max_answer_length, self.device,
                              explain=True)
@@ -82,34 +93,40 @@ class BatchStats:
 
 
 class Batcher:
-    """Coalesces rows submitted by concurrent calls into batches of at most `max_batch` rows."""
+    """Coalesces the rows of concurrent calls into batches of at most `max_batch` rows and `batch_tokens`
+    tokens, taking the waiting calls' rows in turn (see the module docstring)."""
 
-    def __init__(self, answer: Callable[[list[dict]], list[dict]], max_batch: int, max_wait_ms: float):
-        if max_batch < 1:
-            raise ConfigError(f"--max-batch must be at least 1, got {max_batch}")
-        if max_wait_ms < 0:
-            raise ConfigError(f"--max-wait-ms must be 0 or more, got {max_wait_ms}")
+    def __init__(self, answer: Callable[[list[dict]], list[dict]], max_batch: int, max_wait_ms: float,
+                 batch_tokens: int = BATCH_TOKENS):
+        for name, value, least in (("--max-batch", max_batch, 1), ("--max-wait-ms", max_wait_ms, 0),
+                                   ("--batch-tokens", batch_tokens, 1)):
+            if value < least:
+                raise ConfigError(f"{name} must be at least {least}, got {value}")
         self.answer, self.max_batch, self.max_wait = answer, max_batch, max_wait_ms / 1000.0
+        self.batch_tokens = batch_tokens
         self.stats = BatchStats()
-        self._pending: list[tuple[dict, asyncio.Future, float]] = []
+        self._calls: dict[int, list[tuple[dict, asyncio.Future]]] = {}  # call -> its waiting rows, in order
+        self._opened: float | None = None  # when the oldest waiting row arrived
+        self._ids = itertools.count()
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deca-model")
 
     async def submit(self, rows: Sequence[dict]) -> list[dict]:
-        """The answers of `rows`, in order, once the batches holding them have run."""
+        """The answers of `rows` (one call), in order, once the batches holding them have run."""
         if self._task is None:
             self.start()
         loop = asyncio.get_running_loop()
         futures = [loop.create_future() for _ in rows]
-        now = time.monotonic()
-        self._pending.extend((row, future, now) for row, future in zip(rows, futures))
+        if not self._calls:
+            self._opened = time.monotonic()
+        self._calls[next(self._ids)] = list(zip(rows, futures))
         self._wake.set()
         return list(await asyncio.gather(*futures))
 
     def start(self) -> None:
         """Start the batching loop on the running event loop (`submit` starts it when needed)."""
-        self._pending, self._wake = [], asyncio.Event()
+        self._calls, self._wake = {}, asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="deca-batcher")
 
     async def stop(self) -> None:
@@ -121,24 +138,54 @@ class Batcher:
             except asyncio.CancelledError:
                 pass
             self._task = None
-            for _, future, _ in self._pending:
+            for _, future in itertools.chain.from_iterable(self._calls.values()):
                 future.cancel()
         self._pool.shutdown(wait=True)
 
+    def _waiting(self) -> tuple[int, int]:
+        """(rows, tokens) waiting."""
+        rows = list(itertools.chain.from_iterable(self._calls.values()))
+        return len(rows), sum(row_cost(row) for row, _ in rows)
+
+    def _full(self) -> bool:
+        rows, tokens = self._waiting()
+        return rows >= self.max_batch or tokens >= self.batch_tokens
+
+    def _take(self) -> list[tuple[dict, asyncio.Future]]:
+        """One batch: a row from each waiting call in turn until `max_batch` rows or `batch_tokens` tokens (a
+        call whose next row does not fit any more sits out the rest of this batch)."""
+        batch, tokens, out = [], 0, set()
+        while len(batch) < self.max_batch and set(self._calls) - out:
+            for call in [c for c in self._calls if c not in out]:
+                row, future = self._calls[call][0]
+                if batch and tokens + row_cost(row) > self.batch_tokens:
+                    out.add(call)
+                    continue
+                self._calls[call].pop(0)
+                if not self._calls[call]:
+                    del self._calls[call]
+                if not future.done():  # a caller may have gone
+                    batch.append((row, future))
+                    tokens += row_cost(row)
+                if len(batch) >= self.max_batch:
+                    break
+        return batch
+
     async def _next_batch(self) -> list[tuple[dict, asyncio.Future]]:
-        """Wait for a first row, then for more until the batch is full or the oldest row waited max_wait."""
-        while not self._pending:
+        """Wait for a first row, then for more until a batch is full or the oldest row waited max_wait."""
+        while not self._calls:
             self._wake.clear()
             await self._wake.wait()
-        deadline = self._pending[0][2] + self.max_wait
-        while len(self._pending) < self.max_batch and (left := deadline - time.monotonic()) > 0:
+        deadline = (self._opened or time.monotonic()) + self.max_wait
+        while not self._full() and (left := deadline - time.monotonic()) > 0:
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), left)
             except asyncio.TimeoutError:
                 break
-        batch, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
-        return [(row, future) for row, future, _ in batch if not future.done()]  # a caller may have gone
+        batch = self._take()
+        self._opened = time.monotonic() if self._calls else None
+        return batch
 
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()

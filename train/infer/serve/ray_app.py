@@ -1,21 +1,20 @@
 """`deca serve --ray --replicas N`: the same FastAPI app (train/infer/serve/app.py) as a Ray Serve deployment.
 
 Each replica loads the model once (a Predictor) and builds the app around itself
-(``__serve_build_asgi_app__``), answering through a ``@serve.batch`` method: Ray Serve coalesces the rows
-of the calls a replica receives into batches of at most `max_batch` rows, waiting at most `max_wait_ms`;
-Ray's proxy spreads calls over the replicas. `start_ray` starts a local Ray instance (or joins the one
+(``__serve_build_asgi_app__``), answering through the same Batcher as the local server (train/infer/serve/
+engine.py): the rows of the calls a replica receives go into batches bounded by `max_batch` rows and
+`batch_tokens` tokens, the waiting calls taken in turn; Ray's proxy spreads calls over the replicas. `start_ray` starts a local Ray instance (or joins the one
 in RAY_ADDRESS) and Serve's HTTP proxy on host:port; `stop_ray` shuts both down.
 """
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import dataclass
 
 from ray import serve
 
-from train.infer.serve.app import create_app
-from train.infer.serve.engine import Predictor
+from train.infer.serve.app import LocalBackend, create_app
+from train.infer.serve.engine import BATCH_TOKENS, Predictor
 from train.infer.serve.schema import Limits
 
 APP_NAME = "deca"
@@ -32,34 +31,26 @@ class ServeConfig:
     max_wait_ms: float = 5.0
     max_answer_length: int | None = None
     limits: Limits = Limits()
+    batch_tokens: int = BATCH_TOKENS
 
 
 @serve.deployment(name="DecaServe", max_ongoing_requests=256)
 @serve.ingress()
 class DecaServe:
-    """One replica: the model, a batching method and the app."""
+    """One replica: the model, a Batcher and the app."""
 
     def __init__(self, config: ServeConfig):
         self.config = config
         self.predictor = Predictor.load(config.checkpoint, config.vocab_path, config.device, config.max_answer_length)
-        self._answer_batch.set_max_batch_size(config.max_batch)
-        self._answer_batch.set_batch_wait_timeout_s(config.max_wait_ms / 1000.0)
-        self.batches = self.rows = self.largest = 0
+        self.backend = LocalBackend(self.predictor, config.max_batch, config.max_wait_ms, config.batch_tokens)
 
-    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
-    async def _answer_batch(self, rows: list[dict]) -> list[dict]:
-        self.batches, self.rows, self.largest = self.batches + 1, self.rows + len(rows), max(self.largest, len(rows))
-        return await asyncio.to_thread(self.predictor.answer, rows)
-
-    async def answer(self, rows: list[dict]) -> list[dict]:
-        """The rows of one call, each joining a batch of this replica."""
-        return list(await asyncio.gather(*(self._answer_batch(row) for row in rows)))
+    async def answer(self, requests: list[dict]) -> list[dict]:
+        """The requests of one call, answered in batches of this replica."""
+        return await self.backend.answer(requests)
 
     def health(self) -> dict:
-        return {**self.predictor.describe(), "serving": "ray", "replica": serve.get_replica_context().replica_tag,
-                "pid": os.getpid(),
-                "batching": {"max_batch": self.config.max_batch, "max_wait_ms": self.config.max_wait_ms,
-                             "batches": self.batches, "rows": self.rows, "largest_batch": self.largest}}
+        return {**self.backend.health(), "serving": "ray", "replica": serve.get_replica_context().replica_tag,
+                "pid": os.getpid()}
 
     def __serve_build_asgi_app__(self):
         return create_app(self, self.config.limits)

@@ -14,18 +14,18 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError, field_validator
 
+from train.infer.limits import InputLimits
+
 FIX = 'send {"context": "...", "question": "..."} (optionally "id"), or a JSON array of them'
 STRUCTURAL = {"missing", "extra_forbidden", "model_type", "model_attributes_type", "dict_type", "list_type"}
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Bounds of one `POST /predict` call."""
+class Limits(InputLimits):
+    """Bounds of one `POST /predict` call: each request's text as everywhere (train/infer/limits.py), and the
+    number of requests."""
 
     max_requests: int = 64  # requests in one call
-    max_context_chars: int = 20_000
-    max_question_chars: int = 2_000
-    max_id_chars: int = 200
 
     @property
     def max_body_bytes(self) -> int:
@@ -82,6 +82,8 @@ def parse_body(raw: bytes, adapters: tuple[TypeAdapter, TypeAdapter], limits: Li
                                 "context characters)")
     try:
         doc = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise RequestError(400, f"the body is JSON nested too deeply; {FIX}") from None
     except UnicodeDecodeError as exc:
         raise RequestError(400, f"the body is not UTF-8 text (byte {exc.start}); {FIX}") from None
     except json.JSONDecodeError as exc:
@@ -94,6 +96,8 @@ def parse_body(raw: bytes, adapters: tuple[TypeAdapter, TypeAdapter], limits: Li
         parsed = adapters[0 if single else 1].validate_python(doc)
     except ValidationError as exc:
         raise RequestError(422, *_explain(exc)) from None
+    except RecursionError:
+        raise RequestError(422, f"a request holds JSON nested too deeply; {FIX}") from None
     items = [parsed] if single else parsed
     rows = [{"id": str(i) if r.id is None else r.id, "context": r.context, "question": r.question}
             for i, r in enumerate(items)]

@@ -88,6 +88,8 @@ BAD = [
     ([{"context": "a", "question": "q?", "id": 1}, {"context": "b", "question": "q?", "id": "1"}], 422,
      "[1].id: '1' is also the id of request [0]"),
     ("just a string", 422, "the body is a string"),
+    (b"[" * 5_000 + b"]" * 5_000, 400, "the body is JSON nested too deeply"),
+    (b'{"context": "a", "question": "q?", "id": ' + b"[" * 5_000 + b"]" * 5_000 + b"}", 400, "nested too deeply"),
     (b"x" * (LIMITS.max_body_bytes + 1), 413, f"at most {LIMITS.max_body_bytes:,} are accepted"),
 ]
 

@@ -40,7 +40,7 @@ def test_two_replicas_answer_as_the_model_does(ray_server, predictor):
 
     assert replica_states() == {"RUNNING": 2}
     asked = requests()
-    expected = predictor.answer(asked)
+    expected = predictor.answer(predictor.prepare(asked))
     status, answers, headers = http(f"{ray_server}/predict", asked)
     assert status == 200 and float(headers["X-Elapsed-Ms"]) > 0
     assert_same_answers(answers, expected)
@@ -52,7 +52,7 @@ def test_two_replicas_answer_as_the_model_does(ray_server, predictor):
 def test_concurrent_calls_are_spread_over_both_replicas(ray_server, predictor):
     asked = requests()
     alone = {r["id"]: a for r, a in
-             zip(asked, predictor.answer(asked))}
+             zip(asked, predictor.answer(predictor.prepare(asked)))}
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda r: http(f"{ray_server}/predict", r)[1], asked * 3))
     assert_same_answers(answers, [alone[r["id"]] for r in asked * 3])
