@@ -27,8 +27,9 @@ install: $(STAMP)
 ## The main job: the whole DVC pipeline (dvc.yaml) on the miniature corpora bundled in
 ## tests/fixtures/corpora: download -> prepare -> vocab -> train (Ray) -> evaluate -> report.
 ## Only what changed since the last run reruns; the decaScore ends in eval/metrics.json and MLflow.
+## One line per stage here; dvc's own output (every stage's) goes to .dvc/tmp/repro.log (infra/repro.py).
 run: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" DVC_NO_ANALYTICS=1 $(BIN)/dvc repro
+	PATH="$(abspath $(BIN)):$$PATH" DVC_NO_ANALYTICS=1 $(BIN)/python -m infra.repro
 	@$(BIN)/python -c "import json; m = json.load(open('eval/metrics.json')); \
 	print('decaScore', round(m['decascore'], 2), 'on', m['split'], '(partial)' if m['partial'] else '')"
 

@@ -260,8 +260,9 @@ class MQAN(nn.Module):
                         None if s.log_question is None else s.log_question[mask])
         pointers = mixture.Pointers(rows.log_context, enc.context_ext[b], rows.log_question,
                                     None if rows.log_question is None else enc.question_ext[b])
+        switches = self._switches(rows)  # before W_v's dropout: the order in which dropout draws its masks
         feats = self.drop(rows.context)  # [N, d]: the input of W_v (Eq. 11) at the real answer positions only
-        return MixtureInputs(feats, self._switches(rows), pointers, tf.targets[mask])
+        return MixtureInputs(feats, switches, pointers, tf.targets[mask])
 
     def _target_log_probs(self, tf: TeacherForced) -> torch.Tensor:
         """[N] log p of the targets at the real answer positions (Eq. 13)."""

@@ -1,0 +1,53 @@
+"""infra/repro.py: `make run` shows one line per stage and keeps dvc's own output in a log."""
+from __future__ import annotations
+
+import io
+import stat
+
+from infra.repro import Reporter, run
+
+DVC_OUTPUT = """Stage 'download@sst' didn't change, skipping
+Running stage 'prepare@sst':
+> deca prepare --tasks sst
+WARNING apache_beam: a thousand lines of this
+Updating lock file 'dvc.lock'
+Running stage 'train':
+> deca train
+train: iteration 26/200, 0.5 min, ~3.4 min left; loss=4.3
+train: iteration 200/200, 3.1 min
+"""
+
+
+def test_one_line_per_stage_and_the_training_progress():
+    out = io.StringIO()
+    reporter = Reporter(total=3, out=out)
+    for line in DVC_OUTPUT.splitlines():
+        reporter.line(line)
+    reporter.finish()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[1/3] download@sst: unchanged"
+    assert lines[1] == "[2/3] prepare@sst: running ..." and lines[2].startswith("[2/3] prepare@sst: ran in ")
+    assert lines[3] == "[3/3] train: running ..."
+    assert lines[4].strip().startswith("train: iteration 26/200") and lines[-1].startswith("[3/3] train: ran in ")
+    assert not any("apache_beam" in line for line in lines)
+
+
+def fake_dvc(tmp_path, code: int):
+    script = tmp_path / "dvc"
+    body = DVC_OUTPUT.replace("'", "'\\''")
+    script.write_text(f"#!/bin/sh\nif [ \"$1\" = stage ]; then printf 'a\\nb\\nc\\n'; exit 0; fi\n"
+                      f"printf '%s' '{body}'\nexit {code}\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def test_dvc_output_goes_to_the_log_and_a_failure_shows_its_tail(tmp_path, capsys):
+    log = tmp_path / "logs" / "repro.log"
+    assert run([], log, fake_dvc(tmp_path, 0)) == 0
+    out = capsys.readouterr().out
+    assert "[2/3] prepare@sst: ran in" in out and "apache_beam" not in out
+    assert "a thousand lines of this" in log.read_text()
+    assert run([], log, fake_dvc(tmp_path, 1)) == 1
+    captured = capsys.readouterr()
+    assert "[3/3] train: failed after" in captured.out
+    assert "dvc repro failed (exit 1)" in captured.err and "train: iteration 200/200" in captured.err
