@@ -21,6 +21,7 @@ deca.config.params_from_args, the training driver and its Ray workers (train/dri
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,13 @@ class CustomTask(Task):
 
     def files(self, split: str, raw_dir: str | Path) -> list[Path]:
         return [Path(p) for p in self.splits[split]]
+
+    def check_files(self, split: str) -> None:
+        """A DataError for an empty file of `split` (before `deca prepare`'s check of downloaded files, which
+        would say to re-download it: this one is the user's own file)."""
+        for path in self.files(split, ""):
+            if path.is_file() and path.stat().st_size == 0:
+                raise self.read.empty_file(split, path)
 
 
 def declare(params: "Params") -> list[Task]:
@@ -106,13 +114,32 @@ class JsonlReader:
             if not Path(path).is_file():
                 raise DataError(path, f"custom task {self.task!r}: {split} file not found",
                                 fix=f"create it, or change custom_tasks.{self.task}.files.{split} in params.yaml")
+            records = 0
             for line, record in iter_json_objects(path, fix):
                 example = self.example(record, path, line, fix)
                 if example.id in seen:
                     raise DataError(path, f"id {example.id!r} given twice", line=line,
                                     fix="give every record its own id (or none: the line number is used)")
                 seen.add(example.id)
+                records += 1
                 yield example
+            if not records:
+                raise self.empty_file(split, path)
+
+    def empty_file(self, split: str, path: Path) -> DataError:
+        """The error for a file of this task with no record: it is the user's own file, so say what goes in it."""
+        what = "empty" if Path(path).stat().st_size == 0 else "has only blank lines"
+        return DataError(path, f"the {split} file of your custom task {self.task!r} (custom_tasks.{self.task}.files."
+                               f"{split} in params.yaml) is {what}: it holds no example",
+                         fix=f"put one JSON object per line in it, e.g. {self.example_line()}; or point "
+                             f"custom_tasks.{self.task}.files.{split} at the file that has them")
+
+    def example_line(self) -> str:
+        """One line of this task's file, with its field names (custom_tasks.<task>.fields)."""
+        record = {self.fields["context"]: "...", self.fields["question"]: "...", self.fields["answer"]: "..."}
+        if self.question is not None:
+            del record[self.fields["question"]]  # the task's question is used
+        return json.dumps(record)
 
     def example(self, record: dict, path: Path, line: int, fix: str) -> Example:
         """One record as an Example; a DataError names the line and the field."""

@@ -85,3 +85,28 @@ class UnknownName(DecaError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class WriteError(DecaError, OSError):
+    """An output file or directory that could not be written (disk full, read-only, no permission).
+
+    An OSError with the errno of the failure whose message names the path (the file being written, never its
+    temporary name) and what to do about `where` (the directory to free or make writable; default: the path's
+    parent); the CLI prints it as one line. Picklable (Beam workers)."""
+
+    def __init__(self, errno: int | None, strerror: str | None, filename: str | Path, _winerror: None = None,
+                 where: str | Path | None = None):
+        OSError.__init__(self, errno, strerror or "cannot write", str(filename), None,
+                         str(where if where is not None else Path(filename).parent))
+
+    def __str__(self) -> str:
+        import errno as codes
+
+        if self.errno in (codes.ENOSPC, codes.EDQUOT):
+            fix = (f"free space on the disk that holds {self.filename2} (or write the output elsewhere), "
+                   "then run it again")
+        elif self.errno in (codes.EACCES, codes.EPERM, codes.EROFS):
+            fix = f"make {self.filename2} writable (or write the output elsewhere)"
+        else:
+            fix = f"check that {self.filename2} is a directory that can be written"
+        return f"{self.filename}: {self.strerror}\n  fix: {fix}"

@@ -156,20 +156,22 @@ def rows_from_dvc(show: Sequence[Mapping[str, Any]], metrics_path: str = "eval/m
 EVALUATED_TAG = "evaluated.{split}"  # set by `deca evaluate` to the iteration of the checkpoint it scored
 
 
-def mlflow_scores(client, run, split: str, tasks: Iterable[str]) -> tuple[dict[str, float], str]:
+def mlflow_scores(client, run, split: str, tasks: Iterable[str] | None = None) -> tuple[dict[str, float], str]:
     """Headline per task from a run's ``<split>/<task>/<metric>`` metrics (one namespace for training's
     validation rounds and `deca evaluate`). When `deca evaluate` scored the run (tag evaluated.<split>), its
     values win: the last value logged at the evaluated iteration; else the latest validation round.
+    `tasks`: those to read (None: every task the run has metrics of, custom tasks too). A task not registered
+    here (a custom task of other params) is read from its ``<split>/<task>/headline``.
     Returns (scores, which results were used: "evaluate" or "training")."""
     from deca.registry import all_tasks
 
     registered = all_tasks()
     evaluated = run.data.tags.get(EVALUATED_TAG.format(split=split))
     scores = {}
-    for task in tasks:
-        metric = registered[task].metric if task in registered else None
+    for task in run_tasks(run.data.metrics, split) if tasks is None else tasks:
+        metric = registered[task].metric if task in registered else "headline"
         key = f"{split}/{task}/{metric}"
-        if not metric or key not in run.data.metrics:
+        if key not in run.data.metrics:
             continue
         scores[task] = float(run.data.metrics[key])
         if evaluated is not None:
@@ -179,10 +181,17 @@ def mlflow_scores(client, run, split: str, tasks: Iterable[str]) -> tuple[dict[s
     return scores, ("evaluate" if evaluated is not None else "training") if scores else ""
 
 
+def run_tasks(metrics: Mapping[str, float], split: str) -> list[str]:
+    """The tasks a run logged metrics of on `split` (``<split>/<task>/...`` keys), decaNLP order first."""
+    found = {key.split("/")[1] for key in metrics if key.startswith(f"{split}/") and key.count("/") >= 2}
+    return [t for t in DECANLP if t in found] + sorted(found - set(DECANLP))
+
+
 def rows_from_mlflow(tracking_uri: str, experiments: Sequence[str] = (), run_ids: Sequence[str] = (),
-                     filter_string: str = "", split: str = "validation", tasks: Sequence[str] = DECANLP,
+                     filter_string: str = "", split: str = "validation", tasks: Sequence[str] | None = None,
                      max_results: int = 1000) -> list[Row]:
-    """Rows of MLflow runs: given run ids, or the runs of `experiments` matching `filter_string`."""
+    """Rows of MLflow runs: given run ids, or the runs of `experiments` matching `filter_string`. `tasks`:
+    the tasks to read (None: all a run has). Runs of the same name are told apart by start time and run id."""
     from mlflow import MlflowClient
 
     from deca.errors import ConfigError
@@ -200,19 +209,41 @@ def rows_from_mlflow(tracking_uri: str, experiments: Sequence[str] = (), run_ids
             ids.append(exp.experiment_id)
         runs = client.search_runs(ids, filter_string=filter_string, max_results=max_results,
                                   order_by=["attributes.start_time ASC"])
-    rows = []
-    for run in runs:
-        scores, keys = mlflow_scores(client, run, split, tasks)
-        name = run.info.run_name or run.info.run_id[:8]
-        if not scores:
-            log.info("MLflow run %s (%s): no %s metrics, skipped", name, run.info.run_id, split)
-            continue
-        strategy = run.data.params.get("train.strategy") or run.data.tags.get("strategy", "")
-        if strategy not in ("", "fully_joint", "single_task") and "phase.1" not in run.data.tags:
-            strategy += " (first phase only)"  # a curriculum that never reached its joint phase
-        rows.append(Row(name, "mlflow", scores, strategy=strategy,
-                        meta={"run_id": run.info.run_id, "status": run.info.status, "metrics": keys,
-                              "dvc_exp": run.data.tags.get("dvc.exp_name", "")}))
+    rows = [row for row in (mlflow_row(client, run, split, tasks) for run in runs) if row is not None]
+    return label_apart(rows)
+
+
+def mlflow_row(client, run, split: str, tasks: Sequence[str] | None) -> Row | None:
+    """The row of one MLflow run; None (logged) when it has no metrics of `split`."""
+    scores, keys = mlflow_scores(client, run, split, tasks)
+    name = run.info.run_name or run.info.run_id[:8]
+    if not scores:
+        log.info("MLflow run %s (%s): no %s metrics, skipped", name, run.info.run_id, split)
+        return None
+    strategy = run.data.params.get("train.strategy") or run.data.tags.get("strategy", "")
+    if strategy not in ("", "fully_joint", "single_task") and "phase.1" not in run.data.tags:
+        strategy += " (first phase only)"  # a curriculum that never reached its joint phase
+    started = run.info.start_time
+    return Row(name, "mlflow", scores, strategy=strategy,
+               meta={"run_id": run.info.run_id, "status": run.info.status, "metrics": keys,
+                     "dvc_exp": run.data.tags.get("dvc.exp_name", ""),
+                     "start_time": _local_time(started) if started else None})
+
+
+def _local_time(ms: int) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M")
+
+
+def label_apart(rows: list[Row]) -> list[Row]:
+    """Rows sharing a run name (every run of the DVC pipeline is `pipeline`) get their start time and short
+    run id in the label: ``pipeline (2026-01-03 14:05, 3f2a1b9c)``."""
+    names = [r.label for r in rows]
+    for r in rows:
+        if names.count(r.label) > 1:
+            when = f"{r.meta['start_time']}, " if r.meta.get("start_time") else ""
+            r.label = f"{r.label} ({when}{r.meta['run_id'][:8]})"
     return rows
 
 

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         check_server(uri)
         experiments = args.mlflow or [params.train.experiment]
         rows += compare.rows_from_mlflow(uri, experiments=experiments, run_ids=args.run_ids or (),
-                                         filter_string=args.filter, split=split, tasks=tasks or compare.DECANLP)
+                                         filter_string=args.filter, split=split, tasks=tasks)
     if args.paper:
         rows += compare.paper_rows()
     if not rows:

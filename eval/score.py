@@ -29,12 +29,13 @@ def read_predictions(path: str | Path) -> dict[str, str]:
     out: dict[str, str] = {}
     first_line: dict[str, int] = {}
     try:
-        f = open(path, encoding="utf-8")
+        f = open(path, "rb")  # decoded line by line: a bad byte is reported on its own line
     except FileNotFoundError:
         raise DataError(path, "predictions file not found", fix="write predictions with `deca evaluate` "
                         "or give the right --predictions path") from None
     with f:
-        for lineno, line in enumerate(f, start=1):
+        for lineno, raw in enumerate(f, start=1):
+            line = decode_line(raw, path, lineno)
             if not line.strip():
                 continue
             fix = 'each line must be a JSON object {"id": "...", "prediction": "..."}'
@@ -56,6 +57,17 @@ def read_predictions(path: str | Path) -> dict[str, str]:
             out[pid] = prediction
             first_line[pid] = lineno
     return out
+
+
+def decode_line(raw: bytes, path: Path, lineno: int) -> str:
+    """One line of a predictions file as text; a DataError naming the file and line when it is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line: "
+                              f"{exc.reason})", line=lineno,
+                        fix="write the file as UTF-8 (`deca evaluate` and `deca predict` do), or convert it, e.g. "
+                            "`iconv -f LATIN1 -t UTF-8 FILE > FILE.utf8`") from None
 
 
 def read_gold(processed_dir: str | Path, task: str, split: str) -> list[dict[str, Any]]:

@@ -116,11 +116,16 @@ def make_job(task_names: Sequence[str], raw_root: str | Path, out: str | Path, c
 
 
 def check_raw_files(job: PrepareJob) -> None:
-    """Fail before the pipeline starts if a raw file is missing: name it and say how to get it."""
+    """Fail before the pipeline starts if a raw file is missing (name it and say how to get it), or a custom
+    task's file is empty."""
     missing: list[tuple[str, Path]] = []
     for (name, _split), paths in job.files().items():
         missing += [(name, Path(p)) for p in paths if not Path(p).exists()]
     if not missing:
+        for name, split in job.files():
+            check = getattr(get_task(name), "check_files", None)  # a custom task's own files (deca.custom_tasks)
+            if check is not None:
+                check(split)  # an empty one is refused here, not by the pipeline's "re-download it"
         return
     names = sorted({name for name, _ in missing})
     first = missing[0][1]
@@ -192,7 +197,13 @@ def run(job: PrepareJob, cfg: PrepareConfig, beam_args: Sequence[str] = ()) -> P
                  job.out, beam_options.runner_name(options), staging.root.name)
         p = beam.Pipeline(options=options)
         build(p, job, str(staging.root), beam_options.local_workers(options))
-        result = beam_options.run_pipeline(p)
+        try:
+            result = beam_options.run_pipeline(p)
+        except Exception as exc:  # a full disk while a worker wrote: one line naming the output file
+            written = sinks.write_error_of(exc, staging.root, job.out)
+            if written is None:
+                raise
+            raise written from None
         errors_file = staging.root / "_errors.json"
         if errors_file.exists():
             raise_data_errors(json.loads(errors_file.read_text(encoding="utf-8")))

@@ -6,6 +6,7 @@ import logging
 import sys
 from pathlib import Path
 
+from deca.checks import check_params
 from deca.config import add_params_arguments, params_from_args
 
 LOG = logging.getLogger("deca.prepare")
@@ -86,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if not getattr(args, "verbose", False):
         logging.getLogger("apache_beam").setLevel(logging.WARNING)
     params = params_from_args(args)
+    check_params(params, commands=["prepare"])  # what `deca validate` runs for prepare
     out = Path(args.out or params.data.processed_dir)
     if args.vocab is not None:
         return _run_vocab(args, params, out)

@@ -8,9 +8,14 @@ are written to a temporary name in the same directory and renamed (`deca.io.atom
 
 The output directory must be a filesystem that the driver and the workers share (local disk for the
 in-process runners; NFS or similar for a distributed runner).
+
+A write that fails (disk full, read-only) is a `deca.errors.WriteError` naming the file; Beam logs a
+traceback for it before re-raising (only with `deca -v` here), and `write_error_of` finds it again in what
+the runner raised, named under ``<out>`` instead of the staging directory (which is removed).
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -23,6 +28,7 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deca.errors import WriteError, exception_chain
 from deca.io import atomic_write, swap_dir, write_text  # noqa: F401  (write_text: used as sinks.write_text)
 from deca.registry import SPLITS
 from deca.schema import DROPPED_SCHEMA
@@ -32,6 +38,39 @@ LOG = logging.getLogger(__name__)
 STAGING_PREFIX = ".staging-"
 OLD_PREFIX = ".old-"  # replaced task directories of older versions
 SWAPPED_OLD = re.compile(r"\..+\.old-(\d+)")  # a replaced task directory: see deca.io.swap_dir
+WRITE_ERROR = "WriteError: "  # how Beam names a WriteError in the text of the error it re-raises
+
+
+class _NoWriteErrorTraceback(logging.Filter):
+    """Beam logs the whole traceback of an exception raised in a DoFn before re-raising it; for a failed
+    write the CLI prints one line naming the file instead (the traceback stays available with `deca -v`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return WRITE_ERROR not in record.getMessage() or logging.getLogger().level <= logging.DEBUG
+
+
+logging.getLogger("apache_beam.runners.common").addFilter(_NoWriteErrorTraceback())
+
+
+def write_error_of(exc: BaseException, staging_root: str | Path, out: str | Path) -> WriteError | None:
+    """The WriteError behind an exception a Beam runner raised (in its chain, or only in its text when a
+    worker process sent it as text), with a path under the staging directory named under `out`; None if
+    there is none."""
+    err = next((e for e in exception_chain(exc) if isinstance(e, WriteError)), None)
+    if err is not None:
+        path, code, reason = Path(err.filename), err.errno, err.strerror
+    else:
+        text = str(exc)
+        start = text.find(WRITE_ERROR)
+        if start < 0:
+            return None
+        first = text[start + len(WRITE_ERROR):].split("\n", 1)[0].split(" [while running", 1)[0]
+        where, _, reason = first.rpartition(": ")
+        path, code = Path(where), {os.strerror(c): c for c in errno.errorcode}.get(reason)
+    staging_root = Path(staging_root)
+    if not path.is_relative_to(staging_root):
+        return WriteError(code, reason, path)
+    return WriteError(code, reason, Path(out) / path.relative_to(staging_root), where=out)
 
 
 def new_run_id() -> str:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import pyarrow.parquet as pq
 
-from deca.checks import check_values
+from deca.checks import check_params
 from deca.config import Params
 from deca.custom_tasks import declare
 from deca.errors import ConfigError, DataError, DecaError, interrupted
@@ -30,7 +30,7 @@ from deca.io import write_json
 from deca.registry import resolve_tasks
 from deca.schema import split_dir
 from eval.api import check_metrics
-from train.progress import ProgressBar
+from train.progress import ProgressBar, resumed_iteration
 from train.resume import auto_resume, params_for_resume
 from train.runs import RUN_FILE, latest_run, model_file, read_run_file
 
@@ -84,8 +84,9 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
                 raise DataError(d, f"the training split of task {task!r} has no examples",
                                 fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
                                     "why rows were dropped), or remove it from train.tasks")
-    check_values(params, {})
-    check_metrics(tasks)
+    from train.schedule import from_config
+
+    check_params(params, commands=["train"], schedule=from_config, metrics=check_metrics)  # as `deca validate`
     init = params.train.init_from
     if init:
         if not model_file(init).is_file():
@@ -193,7 +194,8 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
                   "run_dir": str(run_dir), "tracking_uri": uri, "run_id": run_id, "progress": sink,
                   "hooks": list(hooks)}
         trainer = build_trainer(params, run_name, config)
-        with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes):
+        with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes,
+                         start=resumed_iteration(run_dir) if resume else 0):
             try:
                 result = fit_in_thread(trainer)
             except BaseException as exc:

@@ -6,9 +6,23 @@ bounded by `train.max_minutes` shows the time left instead of an ETA for its pla
 """
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
+from pathlib import Path
+
+
+def resumed_iteration(run_dir: str | Path) -> int:
+    """The iteration a resumed run continues from: that of the latest checkpoint Ray Train registered for it
+    (its ``checkpoint_manager_snapshot.json``), 0 when there is none."""
+    try:
+        snapshot = json.loads((Path(run_dir) / "checkpoint_manager_snapshot.json").read_text(encoding="utf-8"))
+        results = [snapshot.get("latest_checkpoint_result")] + list(snapshot.get("checkpoint_results") or [])
+        return max((int(r["metrics"]["iteration"]) for r in results if r and "iteration" in (r.get("metrics") or {})),
+                   default=0)
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        return 0
 
 
 class Progress:
@@ -29,12 +43,13 @@ class ProgressBar:
     """Drains the progress actor every half second into a bar or periodic lines."""
 
     def __init__(self, sink, total: int, bar: bool = True, max_minutes: float | None = None, every_s: float = 30.0,
-                 stream=None):
+                 stream=None, start: int = 0):
         self.sink, self.total, self.max_minutes, self.every_s = sink, total, max_minutes, every_s
         self.stream = stream or sys.stderr
         self.bar = bar and self.stream.isatty()
         self.shown: dict[str, str] = {}
-        self.iteration = 0
+        self.start = min(max(int(start), 0), total)  # a resumed run continues from there (`resumed_iteration`)
+        self.iteration = self.start
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -68,10 +83,10 @@ class ProgressBar:
         """One plain progress line: iteration, elapsed and remaining time, and the fields shown."""
         if self.max_minutes:
             left = f"{max(0.0, self.max_minutes - elapsed / 60):.1f} min left of {self.max_minutes:g}"
-        elif self.iteration:
-            left = f"~{(self.total - self.iteration) * elapsed / self.iteration / 60:.1f} min left"
+        elif self.iteration > self.start:  # the rate of this process's iterations, not the resumed ones
+            left = f"~{(self.total - self.iteration) * elapsed / (self.iteration - self.start) / 60:.1f} min left"
         else:
-            left = "starting"
+            left = f"resuming from {self.start}" if self.start else "starting"
         fields = ", ".join(f"{k}={v}" for k, v in self.shown.items())
         of = "" if self.max_minutes else f"/{self.total}"
         return f"train: iteration {self.iteration}{of}, {elapsed / 60:.1f} min, {left}" + (f"; {fields}" if fields else "")
@@ -89,8 +104,8 @@ class ProgressBar:
 
         start = last_line = time.monotonic()
         printed = None
-        bar = tqdm(total=None if self.max_minutes else self.total, desc="train", unit="it", dynamic_ncols=True,
-                   file=self.stream) if self.bar else None
+        bar = tqdm(total=None if self.max_minutes else self.total, initial=self.start, desc="train", unit="it",
+                   dynamic_ncols=True, file=self.stream) if self.bar else None
         try:
             while True:
                 stopping = self._stop.wait(0.5)

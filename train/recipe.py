@@ -35,6 +35,7 @@ from deca.config import Params
 from deca.errors import ConfigError
 from deca.metric_logging import MemoryLogger, MetricLogger
 from train.mqan.batch import collate
+from train.mqan import precision
 from train.mqan.checkpoint import check_vectors, init_weights, save_checkpoint
 from train.data import MultiTaskData
 from train.distributed import Distributed, rng_state, set_rng_state, unwrap
@@ -108,6 +109,7 @@ class TrainingRecipe:
         self.run_dir = Path(run_dir) if run_dir else None
         self.dist = dist or Distributed()
         self.device = self.dist.device
+        self.precision = precision.resolve(params.train.precision, self.device, "train.precision")
         self.logger = logger if self.dist.rank == 0 else None
         self.progress = progress or Progress(None)
         self.hooks = list(hooks)
@@ -130,7 +132,7 @@ class TrainingRecipe:
         self.schedule = from_config(tc, self.tasks)
         self.data = MultiTaskData(p.data.processed_dir, self.schedule.tasks, max(1, tc.token_budget // self.dist.world),
                                   tc.seed, rank, self.dist.world, tc.pool_batches, columns=TRAIN_COLUMNS)
-        self.validator = Validator(p.data.processed_dir, self.schedule.tasks, self.vocab, p, self.dist)
+        self.validator = Validator(p.data.processed_dir, self.schedule.tasks, self.vocab, p, self.dist, self.precision)
         torch.manual_seed(tc.seed * 1009 + rank + 1)  # per-worker dropout stream
         random.seed(tc.seed + rank)
         np.random.seed(tc.seed + rank)
@@ -179,7 +181,8 @@ class TrainingRecipe:
         n_local = float(batch.answer_tokens)
         n_total = self.dist.sum({"n": n_local})["n"]
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.model(batch)
+        with precision.autocast(self.device, self.precision):  # the loss itself is reduced in fp32
+            loss = self.model(batch)
         (loss * (n_local * self.dist.world / n_total)).backward()
         clip_gradients(self.core.parameters(), self.params.train.grad_clip)
         lr = self.optimizer.param_groups[0]["lr"]

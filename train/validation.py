@@ -15,8 +15,10 @@ from train.mqan.decode import iter_answers
 class Validator:
     """Decodes every task's validation split (the first `train.max_val_examples` rows) on all workers."""
 
-    def __init__(self, processed_dir: str, tasks: list[str], vocab, params: Params, dist: Distributed):
+    def __init__(self, processed_dir: str, tasks: list[str], vocab, params: Params, dist: Distributed,
+                 precision: str = "fp32"):
         self.vocab, self.params, self.dist = vocab, params, dist
+        self.precision = precision  # as the recipe resolved train.precision (train/mqan/precision.py)
         limit = params.train.max_val_examples
         self.rows = {t: read_share(processed_dir, t, "validation", limit=limit).to_pylist() for t in tasks}
 
@@ -33,7 +35,8 @@ class Validator:
                     mine[task] = {str(rows[i]["id"]): answer.text
                                   for idx, answers in iter_answers(core, self.vocab, rows, self.params.train.val_batch_size,
                                                                    self.params.model.max_answer_length, device,
-                                                                   part=(self.dist.rank, self.dist.world))
+                                                                   part=(self.dist.rank, self.dist.world),
+                                                                   precision=self.precision)
                                   for i, answer in zip(idx, answers)}
         finally:
             core.train(was_training)

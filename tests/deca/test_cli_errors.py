@@ -71,3 +71,21 @@ def test_ctrl_c_during_prepare(tmp_path):
     assert proc.returncode == 130, err[-2000:]
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
     assert not list((tmp_path / "out").glob(".staging-*")) and not (tmp_path / "out" / "slow").exists()
+
+
+def test_a_full_disk_while_writing_is_one_line_naming_the_file_and_the_fix(monkeypatch, capsys, tmp_path):
+    import errno
+
+    from deca.io import write_json
+
+    def full_disk(path):
+        raise OSError(errno.ENOSPC, "No space left on device")  # no file name, like a failed write() or fsync()
+
+    monkeypatch.setattr("deca.io._fsync", full_disk)
+    monkeypatch.setattr("deca.ls_cli.run", lambda args: write_json(tmp_path / "out" / "m.json", {}))
+    assert main(["ls"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"error: {tmp_path / 'out' / 'm.json'}: No space left on device",
+                                f"  fix: free space on the disk that holds {tmp_path / 'out'} (or write the output "
+                                "elsewhere), then run it again"]
+    assert not (tmp_path / "out").exists()

@@ -173,6 +173,27 @@ def test_prepare_names_a_missing_custom_file(tmp_path):
         check_raw_files(make_job(["minqa"], tmp_path, tmp_path / "out", params.prepare))
 
 
+def test_an_empty_file_is_the_users_own_not_a_download(tmp_path):
+    from pipelines.prepare import make_job, run
+
+    path = tmp_path / "dev.jsonl"
+    path.write_text("")
+    params = params_with(minqa={**SPEC, "files": {"validation": str(path)}})
+    with pytest.raises(DataError) as err:  # through `deca prepare`: refused before the Beam job
+        run(make_job(["minqa"], tmp_path / "raw", tmp_path / "out", params.prepare), params.prepare)
+    text = str(err.value)
+    assert "download" not in text and not (tmp_path / "out").exists()
+    assert text.splitlines() == [
+        f"{path}: the validation file of your custom task 'minqa' (custom_tasks.minqa.files.validation in "
+        "params.yaml) is empty: it holds no example",
+        '  fix: put one JSON object per line in it, e.g. {"passage": "...", "question": "...", "answer": "..."}; '
+        "or point custom_tasks.minqa.files.validation at the file that has them"]
+    path.write_text("\n  \n")  # blank lines only: the reader says the same
+    spec = {"metric": "bleu", "fields": {"context": "de", "answer": "en"}, "question": "Translate"}
+    with pytest.raises(DataError, match=r"'qa' .* has only blank lines[\s\S]*e\.g\. \{\"de\": \"...\", \"en\": \"...\"\};"):
+        read(spec, "train", path)
+
+
 def test_unknown_metric_fails_before_training_or_evaluation():
     from eval.api import check_metrics
 

@@ -177,3 +177,39 @@ def test_a_curriculum_run_that_never_left_its_first_phase_is_labelled(tmp_path):
                      metrics=[Metric("validation/squad/nf1", 5.0, 0, 7)])
     (row,) = compare.rows_from_mlflow(uri, experiments=["decanlp"])
     assert row.strategy == "anti_curriculum_squad (first phase only)"
+
+
+def test_mlflow_rows_show_custom_tasks_and_tell_runs_of_one_name_apart(tmp_path, capsys, monkeypatch):
+    """Every run of the DVC pipeline is named `pipeline`; a custom task's column shows as with --dvc."""
+    import yaml
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    from deca.config import Params
+    from deca.custom_tasks import declare
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("decanlp", artifact_location=(tmp_path / "artifacts").as_uri())
+    ids, starts = [], [1767261600000, 1767348000000]
+    for start, (sst, minqa) in zip(starts, [(80.0, 41.0), (82.0, 47.5)]):
+        run_id = client.create_run(exp, run_name="pipeline", start_time=start).info.run_id
+        client.log_batch(run_id, metrics=[Metric(k, v, 1000, 9) for k, v in {
+            headline_key("sst"): sst, "validation/sst/headline": sst, "validation/minqa/nf1": minqa,
+            "validation/minqa/em": 1.0, "validation/minqa/headline": minqa, "validation/decascore": sst}.items()])
+        ids.append(run_id)
+    spec = {"metric": "nf1", "files": {"validation": "dev.jsonl"}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"custom_tasks": {"minqa": spec}}))
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert main(["compare", "--mlflow", "decanlp", "--tracking-uri", uri, "--json"]) == 0
+    finally:
+        declare(Params())
+    data = json.loads(capsys.readouterr().out)
+    assert data["tasks"] == ["sst", "minqa"]
+    assert [(r["label"], r["scores"]) for r in data["rows"]] == [
+        (f"pipeline ({compare._local_time(starts[0])}, {ids[0][:8]})", {"sst": 80.0, "minqa": 41.0}),
+        (f"pipeline ({compare._local_time(starts[1])}, {ids[1][:8]})", {"sst": 82.0, "minqa": 47.5})]
+    # a custom task that the current params do not declare is read from its headline
+    rows = compare.rows_from_mlflow(uri, experiments=["decanlp"])
+    assert [r.scores["minqa"] for r in rows] == [41.0, 47.5]

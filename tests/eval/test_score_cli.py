@@ -100,6 +100,20 @@ def test_bad_prediction_lines_name_file_and_line(workspace, capsys, line, messag
     assert f"{path}:2" in err and message in err
 
 
+def test_predictions_that_are_not_utf8_name_the_file_line_and_fix(workspace, capsys):
+    tmp, processed, preds = workspace
+    path = preds / "sst.jsonl"
+    path.write_bytes(b'{"id": "dev-0", "prediction": "positive"}\n'
+                     b'{"id": "dev-1", "prediction": "n\xe9gative"}\n')  # Latin-1, not UTF-8
+    code, out, err = _run(capsys, "--task", "sst", "--split", "validation", "--predictions", path,
+                          "--data", processed)
+    assert code == 1 and out == "" and "Traceback" not in err and "UnicodeDecodeError" not in err
+    assert err.splitlines() == [
+        f"error: {path}:2: not valid UTF-8 (byte 0xe9 at byte 33 of the line: invalid continuation byte)",
+        "  fix: write the file as UTF-8 (`deca evaluate` and `deca predict` do), or convert it, e.g. "
+        "`iconv -f LATIN1 -t UTF-8 FILE > FILE.utf8`"]
+
+
 def test_duplicate_prediction_ids(workspace, capsys):
     tmp, processed, preds = workspace
     path = preds / "sst.jsonl"

@@ -93,3 +93,35 @@ def test_help_documents_both_modes_and_beam_options(capsys):
     text = capsys.readouterr().out
     for needle in ("--vocab", "--mirror", "--splits", "--runner", "FlinkRunner", "direct_num_workers"):
         assert needle in text
+
+
+def test_a_full_disk_while_beam_writes_is_one_line_naming_the_output_file(fixture_corpora, tmp_path, params,
+                                                                           monkeypatch, capsys):
+    import errno
+
+    import pyarrow.parquet as pq
+
+    def full_disk(table, where, **kwargs):
+        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", full_disk)  # how pyarrow fails on a full disk (no file name)
+    out = tmp_path / "processed"
+    rc = main(["prepare", "--tasks", "sst", "--splits", "validation", "--mirror", str(fixture_corpora),
+               "--out", str(out), "--params", params])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err, err
+    assert "ERROR" not in err and err.splitlines()[-2:] == [  # (Beam's own traceback log is left out too)
+        f"error: {out / 'sst' / 'validation' / 'part-00000.parquet'}: No space left on device",
+        f"  fix: free space on the disk that holds {out} (or write the output elsewhere), then run it again"], err
+    assert list(out.iterdir()) == []  # no staging directory left, nothing swapped in
+
+
+def test_a_write_error_a_worker_sent_as_text_is_found(tmp_path):
+    from pipelines import sinks
+
+    staging = tmp_path / "out" / ".staging-host-1-abc"
+    text = (f"Traceback (most recent call last):\n  ...\ndeca.errors.WriteError: {staging}/sst/train/part-00003.parquet:"
+            f" No space left on device\n  fix: free space ... [while running 'Convert']")
+    err = sinks.write_error_of(RuntimeError(text), staging, tmp_path / "out")
+    assert err.errno == 28 and err.filename == str(tmp_path / "out" / "sst" / "train" / "part-00003.parquet")
+    assert sinks.write_error_of(RuntimeError("something else"), staging, tmp_path / "out") is None

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 
-from deca.errors import ConfigError
-from deca.io import replace_dir, write_json, write_text
+from deca.errors import ConfigError, DataError
+from deca.io import check_writable, replace_dir, write_json, write_text
 from deca.metric_logging import MetricLogger, MLflowLogger, TrackingServerDown, check_server
 from deca.registry import get_task, resolve_tasks
 from deca.schema import read_split
@@ -29,8 +29,10 @@ from eval.api import check_metrics, decascore, score_task
 from eval.report import bar_chart, figure3_chart, markdown, write_plots
 from eval.score import log_scores, metrics_document, task_options
 from eval.sources import summarize
-from train.infer.predict import pick_device
+from train.infer.limits import InputLimits
+from train.infer.predict import check_answer_length, pick_device
 from train.mqan.decode import decode
+from train.mqan.precision import DECODING, check as check_precision, resolve as resolve_precision
 from train.mqan.checkpoint import load_model
 from train.runs import resolve_checkpoint
 
@@ -67,24 +69,56 @@ def check_config(ec) -> None:
         raise ConfigError(f"evaluate.split must be validation or test, got {ec.split!r}")
     if ec.batch_size < 1 or (ec.max_examples is not None and ec.max_examples < 1):
         raise ConfigError("evaluate.batch_size and evaluate.max_examples must be positive")
+    check_answer_length(ec.max_answer_length, "evaluate.max_answer_length")
+    check_precision(ec.precision, "evaluate.precision", DECODING)
 
 
-def predict_and_score(params, model, vocab, tasks: Sequence[str], device, skipped: dict[str, str],
-                      progress: bool) -> tuple[dict[str, list[Record]], dict]:
-    """({task: [prediction records]}, the scored split: decaScore and per-task results)."""
-    from tqdm import tqdm
-
+def read_data(params, tasks: Sequence[str], skipped: dict[str, str]) -> dict[str, list[dict]]:
+    """{task: rows} of the split to evaluate (tasks whose split is empty go to `skipped`); the rows of a custom
+    task are held to the input limit of `deca predict` and `deca serve` (train/infer/limits.py)."""
     ec = params.evaluate
     data = {t: read_rows(params.data.processed_dir, t, ec.split, ec.max_examples) for t in tasks}
     for task in [t for t, rows in data.items() if not rows]:
         skipped[task] = f"empty {ec.split} split"
         del data[task]
+    for task, rows in data.items():
+        if get_task(task).module == "deca.custom_tasks":
+            check_custom_rows(params, task, rows)
+    return data
+
+
+def check_custom_rows(params, task: str, rows: Sequence[dict], limits: InputLimits = InputLimits()) -> None:
+    """A DataError naming the custom task's file and the example's id for the first example over the limit."""
+    for row in rows:
+        problems = limits.problems({"context": row["context"], "question": row["question"]})
+        if problems:
+            declared = params.custom_tasks.get(task)
+            path = declared.files.get(params.evaluate.split, task) if declared else task
+            field, message = problems[0]
+            raise DataError(path, f"example {row['id']!r} of custom task {task!r}: {field}: {message}",
+                            fix="shorten or drop that example (the limit is the one `deca predict` and `deca serve` "
+                                "apply), then `deca prepare` it again")
+
+
+def check_outputs(ec) -> None:
+    """Refuse output folders that cannot be created or written before the model is loaded and anything is
+    decoded (a WriteError naming the folder)."""
+    check_writable(Path(ec.predictions_dir).parent, Path(ec.metrics_path).parent, ec.report_dir, ec.plots_dir)
+
+
+def predict_and_score(params, model, vocab, data: dict[str, list[dict]], device, precision: str,
+                      progress: bool) -> tuple[dict[str, list[Record]], dict]:
+    """({task: [prediction records]}, the scored split: decaScore and per-task results)."""
+    from tqdm import tqdm
+
+    ec = params.evaluate
     options_for = task_options(ec.split, params.data.raw_dir, None, None, progress=False)
     predictions, results = {}, {}
     with tqdm(total=sum(map(len, data.values())), desc="decode", unit="ex", disable=not progress) as bar:
         for task, rows in data.items():
             bar.set_postfix_str(task)
-            answers = decode(model, vocab, rows, ec.batch_size, ec.max_answer_length, device, bar=bar, weights=True)
+            answers = decode(model, vocab, rows, ec.batch_size, ec.max_answer_length, device, bar=bar, weights=True,
+                             precision=precision)
             predictions[task] = [{"id": str(r["id"]), "prediction": a.text, "context": r["context"],
                                   "question": r["question"], "answer": r["answer"]} for r, a in zip(rows, answers)]
             res = score_task(task, {p["id"]: p["prediction"] for p in predictions[task]}, rows,
@@ -100,6 +134,7 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     with the files written (`files`) and the tasks skipped (`skipped`)."""
     ec = params.evaluate
     check_config(ec)
+    check_outputs(ec)
     path, run_info = resolve_checkpoint(run, checkpoint, params.train.storage_dir)
     if run_info.get("tracking_uri"):
         try:
@@ -111,10 +146,12 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     if not tasks:
         raise ConfigError(f"none of the tasks {ec.tasks} has a {ec.split} split")
     check_metrics(tasks)
-    device = pick_device(ec.device)
+    data = read_data(params, tasks, skipped)
+    device = pick_device(ec.device, "evaluate.device")
+    precision = resolve_precision(ec.precision, device, "evaluate.precision", DECODING)
     model, vocab, extra = load_model(path, params.data.vocab_path, device)
-    log.info("evaluating %s on %s (%s) of %d task(s)", path, ec.split, device, len(tasks))
-    predictions, scored = predict_and_score(params, model, vocab, tasks, device, skipped, progress)
+    log.info("evaluating %s on %s (%s, %s) of %d task(s)", path, ec.split, device, precision, len(tasks))
+    predictions, scored = predict_and_score(params, model, vocab, data, device, precision, progress)
     written = write_results(ec, scored, predictions, path, extra, skipped, run_info)
     if mlflow and run_info.get("mlflow_run_id"):
         try:

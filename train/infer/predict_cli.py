@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from deca.config import add_params_arguments, params_from_args
 from deca.errors import ConfigError
@@ -39,6 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-chars", type=int, default=MAX_CONTEXT_CHARS, metavar="N",
                         help=f"most characters of a context (default {MAX_CONTEXT_CHARS}; a question: a tenth of it)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    parser.add_argument("--precision", default="fp32", metavar="P",
+                        help="fp32 (default), bf16 (autocast; fp32 on a CPU without bf16 units) or int8 (the "
+                             "output projection quantized, CPU); answers may differ from fp32's")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_params_arguments(parser)
 
@@ -65,11 +69,12 @@ def requests(args: argparse.Namespace) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from deca.io import write_text
+    from deca.io import check_writable, write_text
     from train.mqan.allocator import keep_large_blocks
     from train.infer.predict import check_answer_length, lowercase_of, pick_device, request_row
     from train.mqan.checkpoint import load_model
     from train.mqan.decode import decode
+    from train.mqan.precision import DECODING, resolve
     from train.runs import resolve_checkpoint
 
     for option in ("batch_size", "max_chars"):
@@ -77,14 +82,18 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{option.replace('_', '-')} must be at least 1, got {getattr(args, option)}")
     check_answer_length(args.max_answer_length)
     device = pick_device(args.device)
+    precision = resolve(args.precision, device, "--precision", DECODING)
     params = params_from_args(args)
     asked = requests(args)
+    if args.output:  # before the model loads and decodes: a full disk or a read-only folder fails now
+        check_writable(Path(args.output).resolve().parent)
     keep_large_blocks()
     path, _ = resolve_checkpoint(args.run, args.checkpoint, params.train.storage_dir)
     model, vocab, extra = load_model(path, params.data.vocab_path, device)
     rows = [request_row(r["context"], r["question"], r["id"], lowercase_of(extra)) for r in asked]
     with tqdm(total=len(rows), desc="predict", unit="q", disable=args.no_progress or len(rows) == 1) as bar:
-        answers = decode(model, vocab, rows, args.batch_size, args.max_answer_length, device, bar=bar, explain=True)
+        answers = decode(model, vocab, rows, args.batch_size, args.max_answer_length, device, bar=bar, explain=True,
+                         precision=precision)
     lines = "".join(json.dumps(a.to_json(r["id"]), ensure_ascii=False) + "\n" for r, a in zip(rows, answers))
     if args.output:
         write_text(args.output, lines)

@@ -42,6 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     net.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port, without --ray)")
     model = parser.add_argument_group("model and batching")
     model.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    model.add_argument("--precision", default="fp32", metavar="P",
+                       help="fp32 (default), bf16 (autocast; fp32 on a CPU without bf16 units) or int8 (the output "
+                            "projection quantized, CPU); answers may differ from fp32's")
     model.add_argument("--max-batch", type=int, default=32, metavar="N",
                        help="most rows in one model batch (default 32)")
     model.add_argument("--max-wait-ms", type=float, default=5.0, metavar="MS",
@@ -78,7 +81,10 @@ def check(args: argparse.Namespace):
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {args.port}")
     check_answer_length(args.max_answer_length)
+    from train.mqan.precision import DECODING, check as check_precision
+
     pick_device(args.device)
+    check_precision(args.precision, "--precision", DECODING)
     text = InputLimits.from_chars(args.max_chars)
     return Limits(max_requests=args.max_requests, max_context_chars=text.max_context_chars,
                   max_question_chars=text.max_question_chars)
@@ -106,7 +112,7 @@ def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
     from train.infer.serve.engine import Predictor
 
     keep_large_blocks()
-    predictor = Predictor.load(path, vocab, args.device, args.max_answer_length)
+    predictor = Predictor.load(path, vocab, args.device, args.max_answer_length, args.precision)
     app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens), limits)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
@@ -122,7 +128,7 @@ def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
     from train.infer.serve.ray_app import ServeConfig, start_ray, stop_ray
 
     config = ServeConfig(path, vocab, args.device, args.max_batch, args.max_wait_ms, args.max_answer_length, limits,
-                         args.batch_tokens)
+                         args.batch_tokens, args.precision)
     try:
         start_ray(config, args.replicas or 2, args.host, args.port)
         signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, which installs its own handler

@@ -54,6 +54,15 @@ def read_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise DataError(path, "checkpoint not found", fix="check the path (train writes them under train.storage_dir)")
+    if path.is_dir():
+        if (path / "best" / "model.pt").is_file():  # a run directory (train/runs.py)
+            fix = (f"a run directory goes with --run {path} (it uses the run's best model); "
+                   f"or give the file: --checkpoint {path / 'best' / 'model.pt'}")
+        elif (path / "model.pt").is_file():
+            fix = f"the checkpoint file is {path / 'model.pt'}"
+        else:
+            fix = "give a model file (a run's best/model.pt), or a run directory with --run DIR"
+        raise DataError(path, "a directory, not a checkpoint file", fix=fix)
     if not zipfile.is_zipfile(path):
         raise DataError(path, f"not a complete checkpoint: the file ({path.stat().st_size:,} bytes) is truncated "
                               "or not a torch file", fix="use another checkpoint (an earlier one, or retrain); "

@@ -20,6 +20,7 @@ from typing import Iterator, Sequence
 import torch
 
 from train.mqan.batch import collate
+from train.mqan.precision import autocast, quantized
 from train.mqan.vocab import EOS_ID, INIT_ID, PAD_ID
 
 SOURCES = ("vocabulary", "context", "question")
@@ -51,14 +52,18 @@ def length_batches(rows: Sequence[dict], batch_size: int) -> list[list[int]]:
 
 
 def iter_answers(model, vocab, rows: Sequence[dict], batch_size: int, max_len: int | None, device, *,
-                 part: tuple[int, int] = (0, 1), explain: bool = False,
-                 weights: bool = False) -> Iterator[tuple[list[int], list[Answer]]]:
+                 part: tuple[int, int] = (0, 1), explain: bool = False, weights: bool = False,
+                 precision: str = "fp32") -> Iterator[tuple[list[int], list[Answer]]]:
     """(row indices, their answers) batch by batch, for this worker's `part` = (rank, world) of the batches.
 
     `explain`: each token's source weights and each source's probability of it (Answer.weights, .shares);
-    `weights`: the source weights only, which greedy decoding computes anyway (nothing more is computed)."""
+    `weights`: the source weights only, which greedy decoding computes anyway (nothing more is computed);
+    `precision`: fp32, bf16 (autocast) or int8 (W_v quantized), as train/mqan/precision.py resolved it."""
     rank, world = part
-    with torch.inference_mode():
+    device = torch.device(device)
+    if precision == "int8":
+        model = quantized(model)
+    with torch.inference_mode(), autocast(device, precision):
         for idx in length_batches(rows, batch_size)[rank::world]:
             out = model.greedy(collate([rows[i] for i in idx], vocab, device), max_len, explain=explain)
             if explain or weights:  # one copy per batch, not one device sync per answer
@@ -69,11 +74,11 @@ def iter_answers(model, vocab, rows: Sequence[dict], batch_size: int, max_len: i
 
 
 def decode(model, vocab, rows: Sequence[dict], batch_size: int, max_len: int | None, device, *,
-           bar=None, explain: bool = False, weights: bool = False) -> list[Answer]:
+           bar=None, explain: bool = False, weights: bool = False, precision: str = "fp32") -> list[Answer]:
     """Greedy answers for all `rows`, in their order (see `iter_answers`); `bar` (tqdm) counts examples."""
     answers: list[Answer | None] = [None] * len(rows)
     for idx, batch_answers in iter_answers(model, vocab, rows, batch_size, max_len, device,
-                                           explain=explain, weights=weights):
+                                           explain=explain, weights=weights, precision=precision):
         for i, answer in zip(idx, batch_answers):
             answers[i] = answer
         if bar is not None:

@@ -48,6 +48,7 @@ from train.mqan.layers import (Arm, BiLSTM, Coattention, DecoderLayer, DecoderLS
                                positional_encodings)
 from train.mqan.vectors import VectorSource, open_source
 from train.mqan.vocab import EOS_ID, INIT_ID, PAD_ID, UNK_ID, Vocab
+from train.mqan.vocab_log_prob import wide
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ class MQAN(nn.Module):
         sv = self.vocab_switch(self.drop(torch.cat([a.context, a.h, a.x], -1))).squeeze(-1)
         sq = (self.question_switch(self.drop(torch.cat([a.question, a.h, a.x], -1))).squeeze(-1)
               if self.arch.question_pointer else None)
-        return mixture.Switches(sv, sq)
+        return mixture.Switches(wide(sv), None if sq is None else wide(sq))  # fp32 under bf16 autocast
 
     # ---- teacher forcing --------------------------------------------------------------------------------
     def _teacher_forced(self, batch: Batch, targets: torch.Tensor | None,
@@ -258,7 +259,8 @@ class MQAN(nn.Module):
         rows = Attended(s.x[mask], s.h[mask], s.context[mask], s.log_context[mask],
                         None if s.question is None else s.question[mask],
                         None if s.log_question is None else s.log_question[mask])
-        pointers = mixture.Pointers(rows.log_context, enc.context_ext[b], rows.log_question,
+        pointers = mixture.Pointers(wide(rows.log_context), enc.context_ext[b],
+                                    None if rows.log_question is None else wide(rows.log_question),
                                     None if rows.log_question is None else enc.question_ext[b])
         switches = self._switches(rows)  # before W_v's dropout: the order in which dropout draws its masks
         feats = self.drop(rows.context)  # [N, d]: the input of W_v (Eq. 11) at the real answer positions only
@@ -332,9 +334,10 @@ class MQAN(nn.Module):
                 x = self._answer_features(enc, prefix)[:, -1]
             step, state = self._step(enc, x, state, ctx)
             ctx = step.context
-            p_vocab = torch.softmax(self._logits(ctx), -1)  # [B, V]
+            p_vocab = torch.softmax(wide(self._logits(ctx)), -1)  # [B, V], fp32 under bf16 autocast too
             w = self._switches(step).weights()
-            pointers = mixture.Pointers(step.log_context, enc.context_ext, step.log_question, question_ids)
+            pointers = mixture.Pointers(wide(step.log_context), enc.context_ext,
+                                        None if step.log_question is None else wide(step.log_question), question_ids)
             y, lp = mixture.choose(p_vocab, w, pointers, candidates)
             if explain:
                 parts.append(mixture.contributions(p_vocab, w, pointers, y))

@@ -259,3 +259,62 @@ def test_another_split_never_overwrites_the_pipelines_results(setup, tmp_path, m
     assert main(["evaluate", "--params", str(path), "--checkpoint", ckpt, "--tasks", "sst", "--out", "elsewhere",
                  "--no-progress", "--no-mlflow", "--max-answer-length", "2"]) == 0
     assert (tmp_path / "elsewhere" / "metrics.json").exists()
+
+
+def test_output_folders_that_cannot_be_written_fail_before_decoding(setup, tmp_path, monkeypatch):
+    from deca.errors import WriteError
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded before the output folders were checked")
+
+    monkeypatch.setattr("train.infer.evaluate.load_model", never)
+    (tmp_path / "blocker").write_text("a file where a folder should be")
+    params = params_for(setup)
+    bad = dataclasses.replace(params, evaluate=dataclasses.replace(
+        params.evaluate, predictions_dir=str(tmp_path / "new" / "predictions"),
+        report_dir=str(tmp_path / "blocker" / "report")))
+    with pytest.raises(WriteError, match=f"^{tmp_path / 'blocker' / 'report'}: cannot be created"):
+        evaluate(bad, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker"]  # nothing created on the way
+
+
+def test_a_full_disk_names_the_output_and_leaves_no_empty_folder(setup, tmp_path, monkeypatch, capsys):
+    import errno
+    import io
+
+    import yaml
+
+    from deca.cli import main
+
+    class FullDisk(io.StringIO):
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    params = params_for(setup)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump({"data": dataclasses.asdict(params.data),
+                                    "evaluate": dataclasses.asdict(params.evaluate),
+                                    "train": {"storage_dir": params.train.storage_dir}}))
+    monkeypatch.setattr("train.infer.evaluate.open", lambda *a, **k: FullDisk(), raising=False)
+    out = tmp_path / "eval" / "test"
+    assert main(["evaluate", "--params", str(path), "--checkpoint", str(setup[3] / "best" / "model.pt"),
+                 "--tasks", "sst", "--out", str(out), "--no-progress", "--no-mlflow", "--max-answer-length", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-2:] == [f"error: {out / 'predictions'}: No space left on device",
+                                     f"  fix: free space on the disk that holds {out} (or write the output "
+                                     "elsewhere), then run it again"], err
+    assert not (tmp_path / "eval").exists()  # neither eval/test nor eval is left behind empty
+
+
+def test_a_custom_task_example_over_the_input_limit_is_named_with_its_file():
+    from deca.config import CustomTaskConfig, Params
+    from deca.errors import DataError
+    from train.infer.evaluate import check_custom_rows
+
+    params = Params()
+    params.custom_tasks = {"myqa": CustomTaskConfig(files={"validation": "data/my/val.jsonl"})}
+    rows = [{"id": "a", "context": "fine", "question": "q?"}, {"id": "b", "context": "x" * 20_001, "question": "q?"}]
+    with pytest.raises(DataError, match=r"data/my/val.jsonl: example 'b' of custom task 'myqa': context: at most "
+                                        r"20,000 characters, got 20,001"):
+        check_custom_rows(params, "myqa", rows)
+    check_custom_rows(params, "myqa", rows[:1])

@@ -102,3 +102,20 @@ def test_a_checkpoint_written_by_the_previous_layout_loads_and_answers_the_same(
     assert extra == {"iteration": 12} and vocab.fingerprint == VOCAB.fingerprint
     out = model.greedy(collate(expected["rows"], vocab))
     assert out.texts == expected["texts"] and out.tokens == expected["tokens"]
+
+
+def test_a_directory_is_called_a_directory_with_the_file_to_give(tmp_path):
+    run = tmp_path / "checkpoints" / "pipeline"
+    save_checkpoint(run / "best" / "model.pt", tiny_model("s2s"))
+    with pytest.raises(DataError) as err:
+        read_checkpoint(run)
+    assert "truncated" not in str(err.value)
+    assert str(err.value).splitlines() == [
+        f"{run}: a directory, not a checkpoint file",
+        f"  fix: a run directory goes with --run {run} (it uses the run's best model); "
+        f"or give the file: --checkpoint {run / 'best' / 'model.pt'}"]
+    with pytest.raises(DataError, match=f"a directory, not a checkpoint file\n  fix: the checkpoint file is "
+                                        f"{run / 'best' / 'model.pt'}"):
+        read_checkpoint(run / "best")
+    with pytest.raises(DataError, match="a directory, not a checkpoint file\n  fix: give a model file"):
+        read_checkpoint(tmp_path)

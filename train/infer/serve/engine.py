@@ -40,19 +40,24 @@ class Predictor:
     iteration: int | None = None
     max_answer_length: int | None = None
     lowercase: bool = True  # the model's text preparation (train.infer.predict.lowercase_of)
+    precision: str = "fp32"  # as train/mqan/precision.py resolved it for the device
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def load(cls, checkpoint: str | Path, vocab_path: str | Path | None = None, device: str = "auto",
-             max_answer_length: int | None = None) -> "Predictor":
-        """Load `checkpoint` (a format-2 file needs `vocab_path`) on `device` (auto: CUDA if present)."""
+             max_answer_length: int | None = None, precision: str = "fp32") -> "Predictor":
+        """Load `checkpoint` (a format-2 file needs `vocab_path`) on `device` (auto: CUDA if present), to decode
+        in `precision` (fp32, bf16, int8)."""
         from train.infer.predict import check_answer_length, lowercase_of, pick_device
         from train.mqan.checkpoint import load_model
+        from train.mqan.precision import DECODING, resolve
 
         dev = pick_device(device)
         check_answer_length(max_answer_length)
+        chosen = resolve(precision, dev, "--precision", DECODING)
         model, vocab, extra = load_model(checkpoint, vocab_path, dev)
-        return cls(model, vocab, dev, str(checkpoint), extra.get("iteration"), max_answer_length, lowercase_of(extra))
+        return cls(model, vocab, dev, str(checkpoint), extra.get("iteration"), max_answer_length, lowercase_of(extra),
+                   chosen)
 
     def prepare(self, requests: Sequence[dict]) -> list[dict]:
         """Requests ({"id", "context", "question"}) as rows, their text prepared as the model's training data
@@ -69,13 +74,13 @@ class Predictor:
             return []
         with self.lock:
             answers = decode(self.model, self.vocab, rows, len(rows), self.max_answer_length, self.device,
-                             explain=True)
+                             explain=True, precision=self.precision)
         return [a.to_json(r["id"]) for r, a in zip(rows, answers)]
 
     def describe(self) -> dict:
         """The model part of `GET /health`."""
         return {"checkpoint": self.checkpoint, "iteration": self.iteration, "device": str(self.device),
-                "vocabulary": len(self.vocab)}
+                "vocabulary": len(self.vocab), "precision": self.precision}
 
 
 @dataclass

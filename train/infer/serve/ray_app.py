@@ -32,6 +32,7 @@ class ServeConfig:
     max_answer_length: int | None = None
     limits: Limits = Limits()
     batch_tokens: int = BATCH_TOKENS
+    precision: str = "fp32"
 
 
 @serve.deployment(name="DecaServe", max_ongoing_requests=256)
@@ -41,7 +42,8 @@ class DecaServe:
 
     def __init__(self, config: ServeConfig):
         self.config = config
-        self.predictor = Predictor.load(config.checkpoint, config.vocab_path, config.device, config.max_answer_length)
+        self.predictor = Predictor.load(config.checkpoint, config.vocab_path, config.device, config.max_answer_length,
+                                        config.precision)
         self.backend = LocalBackend(self.predictor, config.max_batch, config.max_wait_ms, config.batch_tokens)
 
     async def answer(self, requests: list[dict]) -> list[dict]:

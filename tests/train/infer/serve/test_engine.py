@@ -124,7 +124,7 @@ def test_predictor_answers_like_deca_predict(predictor, checkpoint):
                 zip(batch, decode(model, vocab, prepared, 64, None, "cpu", explain=True))]
     assert predictor.prepare(batch) == prepared and predictor.answer(prepared) == expected
     assert predictor.describe() == {"checkpoint": str(checkpoint), "iteration": STEPS, "device": "cpu",
-                                    "vocabulary": len(vocab)}
+                                    "vocabulary": len(vocab), "precision": "fp32"}
 
 
 def test_bad_settings_and_checkpoints_are_refused(tmp_path):
