@@ -1,4 +1,10 @@
-"""Shared test fixtures: the bundled miniature corpora and the real corpora in ../shared/corpora."""
+"""Shared test fixtures: the bundled miniature corpora and the real corpora in ../shared/corpora.
+
+The test session guards itself (deca/processes.py, `guard_self`): every process a test starts with the
+inherited environment (servers, `deca` commands, Ray, Chromium) is ended by a watchdog once the pytest process
+is gone, even when it was killed with SIGKILL. DECA_TEST_NO_SESSION_GUARD=1 turns that off (a test of the
+fixtures' own guards uses it).
+"""
 from __future__ import annotations
 
 import os
@@ -14,6 +20,13 @@ os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
+
+
+def pytest_configure(config):
+    if os.environ.get("DECA_TEST_NO_SESSION_GUARD") != "1" and not hasattr(config, "_deca_guard"):
+        from deca.processes import guard_self
+
+        config._deca_guard = guard_self()  # never released: it acts when this process has ended
 
 
 @pytest.fixture(scope="session")

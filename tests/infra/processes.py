@@ -2,7 +2,8 @@
 with a deadline, and a last sweep for anything left behind.
 
 Every daemon runs in a new session (its own process group) with its output in a log file, so that the test
-can kill it with everything it spawned (``os.killpg``) and show the log's tail when something goes wrong.
+can kill it with everything it spawned (``os.killpg``) and show the log's tail when something goes wrong; a
+watchdog (deca/processes.py) ends it too when the test run itself dies without its teardown (SIGKILL).
 `leftovers` finds processes whose command line or environment names a test's own scratch folder (Ray's
 temp dir, the params file): it never matches another test's or another user's processes.
 """
@@ -19,6 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from deca.processes import spawn
 from tests.conftest import ROOT
 
 VENV_BIN = ROOT / ".venv" / "bin"
@@ -42,15 +44,16 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 class Daemon:
-    """A long-running command in its own process group, its output in `log`."""
+    """A long-running command in its own session, its output in `log`, guarded by `deca.processes.spawn`: a
+    watchdog ends it and everything it started if this process dies without stopping it (SIGKILL)."""
 
     def __init__(self, name: str, argv: Sequence[str], log: Path, env: dict[str, str] | None = None,
                  cwd: Path | None = None):
         self.name, self.log = name, Path(log)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,
-                                         start_new_session=True)
+            self.guarded = spawn(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        self.proc = self.guarded.proc
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -62,54 +65,18 @@ class Daemon:
             return f"--- {self.name}: no log ---"
 
     def kill(self) -> None:
-        """SIGKILL every process of the daemon's session at once (a machine that dies): its process group,
-        and children that moved to groups of their own (Ray's workers do)."""
-        for pid in session(self.proc.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self.proc.wait()
+        """SIGKILL every process of the daemon at once (a machine that dies): its session, including children
+        that moved to process groups of their own (Ray's workers do), and whatever carries its guard's token."""
+        self.guarded.kill()
 
     def terminate(self) -> None:
         """SIGTERM the process group (without waiting: `stop` waits)."""
         if self.proc.poll() is None:
-            signal_group(self.proc.pid, signal.SIGTERM)
+            self.guarded.signal(signal.SIGTERM)
 
     def stop(self, grace: float = 20.0) -> None:
-        """SIGTERM the process group, SIGKILL what is left after `grace` seconds."""
-        if self.proc.poll() is None:
-            self.terminate()
-            try:
-                self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                pass
-        signal_group(self.proc.pid, signal.SIGKILL)  # children that outlived their leader
-        self.proc.wait()
-        self.kill()  # and any process of the session in a group of its own
-
-
-def signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def session(sid: int) -> list[int]:
-    """Pids of the live processes in session `sid` (a daemon started by `Daemon` leads its own session)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp session ...
-        if int(fields[3]) == sid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
+        """SIGTERM the process group, SIGKILL what is left of the daemon after `grace` seconds."""
+        self.guarded.stop(grace)
 
 
 def wait_for(check: Callable[[], Any], timeout: float, what: str, daemons: Sequence[Daemon] = (),
