@@ -1,16 +1,22 @@
-"""Throughput of MQAN in the paper configuration on real SQuAD dev and SST batches.
+"""Throughput and peak memory of MQAN in the paper configuration on real SQuAD dev and SST batches, in each
+precision, side by side against this project's own fp32 in the same run.
 
 Training steps (forward, backward, Adam) on batches cut by the paper's token budget
 (sum over the batch of len(c) + len(q) + 5 len(a) <= budget), and greedy decoding of 256-example
-batches with and without incremental state (cached decoder keys/values vs recomputing the prefix),
-side by side. Like the reference measurement of the original (spec §9): random frozen 400-d
-embeddings in place of GloVe + char n-grams, a 50,000-token generative vocabulary (the data's
-tokens by frequency, then filler tokens), EOS suppressed while decoding so every batch runs the
-same number of steps.
+batches (incremental; in fp32 also recomputing the prefix, which must give the same outputs). As in the
+measurement of the original (../shared/speedcheck): random frozen 400-d embeddings in place of GloVe +
+char n-grams, a 50,000-token generative vocabulary (the data's tokens by frequency, then filler tokens),
+EOS suppressed while decoding so every batch runs the same number of steps.
 
-    .venv/bin/python bench/model.py                 # defaults: 3 timed steps after 1 warm-up
-    .venv/bin/python bench/model.py --steps 10 --threads 2
-    .venv/bin/python bench/model.py --phases        # where the time goes (each phase's share)
+Configurations (`--configs`, each in its own process so that its peak RSS is its own): fp32; bf16
+(autocast, train/mqan/precision.py); int8 (W_v quantized; decoding only); fp32 with glibc's default
+malloc thresholds (the allocator setting's effect, train/mqan/allocator.py). Ratios are against fp32 of
+the same run. Against the original, use ../shared/speedcheck (bench/speedcheck_case.py is this project's
+side of it): a ratio against figures measured elsewhere is not a measurement.
+
+    .venv/bin/python bench/model.py                           # all configurations, 3 timed steps each
+    .venv/bin/python bench/model.py --configs fp32,bf16 --steps 10
+    .venv/bin/python bench/model.py --phases --precision bf16 # where the time goes (each phase's share)
 """
 from __future__ import annotations
 
@@ -36,11 +42,12 @@ from train.mqan.vocab import EOS_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
-# The original implementation on these machines (spec decanlp-reference.md §9, 2 threads):
-# examples/s, peak RSS GB. Speed-ups compare examples/s (batches cut by the same budget differ in size).
-ORIGINAL = {("train", "squad"): (9.3, 3.2), ("train", "sst"): (66.6, 3.9), ("decode", "sst"): (27.0, 1.2),
-            ("decode", "squad"): (13.4, 2.7)}
-ORIGINAL_DECODE_STEPS = 50  # §9 decoded 50 forced steps
+sys.path.insert(0, str(ROOT))
+from bench.speedcheck_case import speedcheck_case  # noqa: E402,F401  (the harness calls bench.model.speedcheck_case)
+from train.mqan import precision as precisions  # noqa: E402
+
+CONFIGS = {"fp32": ("fp32", False), "bf16": ("bf16", False), "int8": ("int8", False),
+           "fp32-glibc-malloc": ("fp32", True)}  # name -> (precision, glibc's default malloc)
 
 
 def _row(context: str, question: str, answer: str) -> dict:
@@ -109,7 +116,7 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def bench_train(model, batches, vocab, steps: int, warmup: int) -> dict:
+def bench_train(model, batches, vocab, steps: int, warmup: int, precision: str = "fp32") -> dict:
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     model.train()
     rng = random.Random(0)
@@ -118,7 +125,8 @@ def bench_train(model, batches, vocab, steps: int, warmup: int) -> dict:
     for i, rows in enumerate(picked):
         b = collate(rows, vocab)
         t0 = time.perf_counter()
-        loss = model(b)
+        with precisions.autocast(torch.device("cpu"), precision):
+            loss = model(b)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -135,14 +143,17 @@ def bench_train(model, batches, vocab, steps: int, warmup: int) -> dict:
             "ctx padded": sum(ctx_pad) / len(ctx_pad), "peak RSS GB": peak_rss_gb()}
 
 
-def bench_decode(model, rows, vocab, steps: int, incremental: bool, warmup: bool = False) -> tuple[dict, list]:
-    """One timed greedy decoding of `rows` (after an untimed one with `warmup`, as §9 warmed up the original)."""
+def bench_decode(model, rows, vocab, steps: int, incremental: bool, warmup: bool = False,
+                 precision: str = "fp32") -> tuple[dict, list]:
+    """One timed greedy decoding of `rows` (after an untimed one with `warmup`), in `precision`."""
     b = collate(rows, vocab)
-    if warmup:
-        model.greedy(b, max_len=steps, incremental=incremental)
-    t0 = time.perf_counter()
-    out = model.greedy(b, max_len=steps, incremental=incremental)
-    t = time.perf_counter() - t0
+    decoder = precisions.quantized(model) if precision == "int8" else model
+    with torch.inference_mode(), precisions.autocast(torch.device("cpu"), precision):
+        if warmup:
+            decoder.greedy(b, max_len=steps, incremental=incremental)
+        t0 = time.perf_counter()
+        out = decoder.greedy(b, max_len=steps, incremental=incremental)
+        t = time.perf_counter() - t0
     return {"s/step": t, "examples/s": b.size / t, "answer tok/s": b.size * out.ids.shape[1] / t,
             "examples/batch": b.size, "ctx mean": float(b.context.lengths.float().mean()),
             "ctx padded": b.context.ext.shape[1], "peak RSS GB": peak_rss_gb()}, out.tokens
@@ -178,7 +189,7 @@ class PhaseTimer:
             h.remove()
 
 
-def train_phases(model, batches, vocab, steps: int) -> dict[str, float]:
+def train_phases(model, batches, vocab, steps: int, precision: str = "fp32") -> dict[str, float]:
     """Seconds per training step in each phase (forward: encoder, decoder and loss; backward; clipping and
     Adam), after one untimed step."""
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
@@ -188,7 +199,8 @@ def train_phases(model, batches, vocab, steps: int) -> dict[str, float]:
         b = collate(rng.choice(batches), vocab)
         timer = PhaseTimer(model)
         t0 = time.perf_counter()
-        loss = model(b)
+        with precisions.autocast(torch.device("cpu"), precision):
+            loss = model(b)
         t1 = time.perf_counter()
         timer.close()
         opt.zero_grad(set_to_none=True)
@@ -204,12 +216,12 @@ def train_phases(model, batches, vocab, steps: int) -> dict[str, float]:
     return {k: v / steps for k, v in acc.items()}
 
 
-def decode_phases(model, rows, vocab, steps: int) -> dict[str, float]:
+def decode_phases(model, rows, vocab, steps: int, precision: str = "fp32") -> dict[str, float]:
     """Seconds of one greedy decoding of `rows` (`steps` forced steps) in each phase: the encoder, the
     vocabulary projection W_v c~_t, the rest; after one untimed decoding of the same batch."""
     b = collate(rows, vocab)
     model.eval()
-    with torch.inference_mode():
+    with torch.inference_mode(), precisions.autocast(torch.device("cpu"), precision):
         model.greedy(b, max_len=steps)
         timer = PhaseTimer(model)
         t0 = time.perf_counter()
@@ -223,14 +235,14 @@ def decode_phases(model, rows, vocab, steps: int) -> dict[str, float]:
 def print_phases(model, data: dict, decode_rows: dict, vocab: Vocab, args) -> None:
     """Where the time goes: each phase's share of a training step and of a greedy decoding."""
     for task in ("squad", "sst"):
-        phases = train_phases(model, budget_batches(data[task], args.budget), vocab, args.steps)
+        phases = train_phases(model, budget_batches(data[task], args.budget), vocab, args.steps, args.precision)
         total = sum(phases.values())
         print(f"  train step, {task}: {total:.2f} s; "
               + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in phases.items()))
     with torch.no_grad():
         model.out.bias[EOS_ID] = -1e4
     for task in ("sst", "squad"):
-        phases = decode_phases(model, decode_rows[task], vocab, args.decode_steps)
+        phases = decode_phases(model, decode_rows[task], vocab, args.decode_steps, args.precision)
         total = sum(phases.values())
         print(f"  greedy, {task}, {args.decode_steps} steps: {total:.2f} s; "
               + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in phases.items()))
@@ -238,22 +250,18 @@ def print_phases(model, data: dict, decode_rows: dict, vocab: Vocab, args) -> No
 
 
 def print_projection_bound(model, args) -> None:
-    """The most greedy decoding could gain over the original if everything but the vocabulary projection
-    were free: the original's seconds per batch (§9, 50 steps, scaled to `--decode-steps`) over as many
-    products W_v c~_t alone."""
+    """The time of the vocabulary projection W_v c~_t alone, --decode-steps times on a --decode-batch batch:
+    the floor of greedy decoding's time in this precision."""
     x = torch.randn(args.decode_batch, model.out.in_features)
-    with torch.inference_mode():
-        model.out(x)
+    out = precisions.quantized(model).out if args.precision == "int8" else model.out
+    with torch.inference_mode(), precisions.autocast(torch.device("cpu"), args.precision):
+        out(x)
         t0 = time.perf_counter()
         for _ in range(args.decode_steps):
-            model.out(x)
+            out(x)
         t = time.perf_counter() - t0
-    share = args.decode_steps / ORIGINAL_DECODE_STEPS  # the original's time, scaled to this many steps
-    bounds = ", ".join(f"{task} x{share * args.decode_batch / ORIGINAL[('decode', task)][0] / t:.1f}"
-                       for task in ("sst", "squad"))
     print(f"  the vocabulary projection alone, [{args.decode_batch}, {model.out.in_features}] x "
-          f"[{model.out.in_features}, {model.out.out_features:,}] {args.decode_steps} times: {t:.2f} s; the most "
-          f"decoding could reach against the original with everything else free: {bounds}")
+          f"[{model.out.in_features}, {model.out.out_features:,}] {args.decode_steps} times ({args.precision}): {t:.2f} s")
 
 
 def model_config(args, head_dim: int | None) -> ModelConfig:
@@ -262,38 +270,38 @@ def model_config(args, head_dim: int | None) -> ModelConfig:
                        recompute_encoder=args.recompute_encoder)
 
 
-def bench_config(args, head_dim: int | None, vocab: Vocab, vectors: VectorSource, data: dict,
-                 decode_rows: dict) -> list:
-    """Training steps and greedy decoding of one model configuration: [(label, original key, result)]."""
+def bench_config(args, vocab: Vocab, vectors: VectorSource, data: dict, decode_rows: dict) -> list:
+    """Greedy decoding and training steps of one configuration: [(phase, result)]."""
     torch.manual_seed(args.seed)
-    cfg = model_config(args, head_dim)
+    cfg = model_config(args, args.head_dim or None)
     model = build_model(cfg, vocab, word_vectors=vectors)
-    name = f"heads {cfg.heads} x {head_dim or cfg.dimension}" + (", recompute encoder" if cfg.recompute_encoder else "")
-    print(f"{cfg.variant}, {name}: {count_parameters(model):,} trainable parameters; generative vocabulary "
-          f"{vocab.generative_size:,}; {args.threads} threads", flush=True)
+    print(f"{args.config}: {cfg.variant}, heads {cfg.heads} x {args.head_dim or cfg.dimension}, "
+          f"{count_parameters(model):,} trainable parameters; {args.threads} threads", file=sys.stderr, flush=True)
     results = []
     bias = model.out.bias[EOS_ID].item()
     with torch.no_grad():
         model.out.bias[EOS_ID] = -1e4  # never stop early: every batch runs --decode-steps steps
     for task in ("sst", "squad"):
-        inc, toks_inc = bench_decode(model, decode_rows[task], vocab, args.decode_steps, incremental=True, warmup=True)
-        full, toks_full = bench_decode(model, decode_rows[task], vocab, args.decode_steps, incremental=False)
-        same = "same outputs" if toks_inc == toks_full else "OUTPUTS DIFFER"
-        results.append((f"{name}: greedy, {task} dev, incremental", ("decode", task), inc))
-        results.append((f"{name}: greedy, {task} dev, recompute prefix ({same})", None, full))
-        print(f"  decoding {task}: incremental {inc['s/step']:.2f} s, recomputing {full['s/step']:.2f} s "
-              f"(x{full['s/step'] / inc['s/step']:.2f}); {same}", flush=True)
+        inc, toks = bench_decode(model, decode_rows[task], vocab, args.decode_steps, True, True, args.precision)
+        results.append((f"greedy, {task} dev", inc))
+        if args.precision == "fp32" and not args.default_malloc:
+            full, toks_full = bench_decode(model, decode_rows[task], vocab, args.decode_steps, incremental=False)
+            same = "same outputs" if toks == toks_full else "OUTPUTS DIFFER"
+            results.append((f"greedy, {task} dev, recompute prefix ({same})", full))
     with torch.no_grad():
         model.out.bias[EOS_ID] = bias
-    for task in ("squad", "sst"):
-        r = bench_train(model, budget_batches(data[task], args.budget), vocab, args.steps, args.warmup)
-        results.append((f"{name}: train step, {task}, budget {args.budget}", ("train", task), r))
-        print(f"  {results[-1][0]}: {r['s/step']:.2f} s/step", flush=True)
+    if args.precision != "int8":  # int8 is for decoding
+        for task in ("squad", "sst"):
+            r = bench_train(model, budget_batches(data[task], args.budget), vocab, args.steps, args.warmup,
+                            args.precision)
+            results.append((f"train step, {task}, budget {args.budget}", r))
     return results
 
 
-def main(argv=None) -> int:
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", default=",".join(CONFIGS), help=f"which of {', '.join(CONFIGS)} (default: all)")
+    ap.add_argument("--config", help=argparse.SUPPRESS)  # one configuration, in this process (the child run)
     ap.add_argument("--steps", type=int, default=3, help="timed training steps per task (default 3)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed warm-up steps per task (default 1)")
     ap.add_argument("--budget", type=int, default=10000, help="token budget per batch (paper: 10000)")
@@ -301,31 +309,66 @@ def main(argv=None) -> int:
     ap.add_argument("--decode-steps", type=int, default=50, help="greedy steps, EOS suppressed (default 50)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     ap.add_argument("--variant", default="mqan", help="model variant (default mqan)")
-    ap.add_argument("--head-dim", type=int, default=None,
-                    help="only this attention head size, 0 for d (default: both d, the paper and params.yaml, and "
-                         "67, the original's head size, one after the other, each in its own process)")
+    ap.add_argument("--head-dim", type=int, default=0, help="attention head size, 0 for d (default; 67 is the "
+                                                           "original's head size)")
     ap.add_argument("--recompute-encoder", action="store_true",
                     help="model.recompute_encoder: rerun the encoder arms in the backward pass (memory for time)")
-    ap.add_argument("--default-malloc", action="store_true",
-                    help="leave glibc's malloc thresholds as they are (train/mqan/allocator.py), to measure their effect")
     ap.add_argument("--phases", action="store_true",
                     help="instead of the table: where the time of a training step and of greedy decoding goes")
+    ap.add_argument("--precision", default="fp32", help="with --phases: fp32, bf16 or int8 (default fp32)")
     ap.add_argument("--raw", type=Path, default=SHARED, help=f"corpora mirror (default {SHARED})")
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    if args.head_dim is None:  # each configuration in its own process: its peak memory is its own
-        for head_dim in (0, 67):
-            subprocess.run([sys.executable, __file__, *(argv or sys.argv[1:]), "--head-dim", str(head_dim)],
-                           check=True)
-        return 0
+    return ap, ap.parse_args(argv)
+
+
+def run_children(args, argv) -> int:
+    """Each configuration in its own process; the table with ratios against fp32 of the same run."""
+    names = [c for c in args.configs.split(",") if c]
+    unknown = [c for c in names if c not in CONFIGS]
+    if unknown:
+        raise SystemExit(f"--configs: unknown {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
+    results = {}
+    for name in names:
+        out = subprocess.run([sys.executable, __file__, *argv, "--config", name], check=True, stdout=subprocess.PIPE,
+                             text=True).stdout
+        results[name] = dict(json.loads(out.strip().splitlines()[-1]))
+    print_table(results, args)
+    return 0
+
+
+def print_table(results: dict[str, dict], args) -> None:
+    cols = ["examples/batch", "ctx mean", "s/step", "examples/s", "peak RSS GB"]
+    base = results.get("fp32", {})
+    print(f"\n| configuration | phase | {' | '.join(cols)} | speed vs fp32 | memory vs fp32 |")
+    print("|" + "---|" * (len(cols) + 4))
+    for name, phases in results.items():
+        for phase, r in phases.items():
+            ref = base.get(phase)
+            ratio = (f"x{r['examples/s'] / ref['examples/s']:.2f} | {r['peak RSS GB'] / ref['peak RSS GB']:.2f}"
+                     if ref else "- | -")
+            print(f"| {name} | {phase} | " + " | ".join(f"{r[c]:.2f}" if c == "peak RSS GB" else f"{r[c]:.1f}"
+                                                      for c in cols) + f" | {ratio} |")
+    units = precisions.bf16_supported(torch.device("cpu"))
+    print(f"\n(torch {torch.__version__}, {args.threads} threads, CPU bf16 units: {'yes' if units else 'no'}; "
+          "decoding s/step = seconds per batch; peak RSS of each configuration's own process)")
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap, args = parse_args(argv)
+    if not (args.phases or args.config):
+        return run_children(args, argv)
+    if args.config:
+        args.precision, args.default_malloc = CONFIGS[args.config]
+    else:
+        args.default_malloc = False
     if not args.default_malloc:
         keep_large_blocks()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     if not (args.raw / "squad" / "dev-v1.1.json").exists():
         ap.error(f"SQuAD dev not found under {args.raw}; pass --raw <mirror of the corpora>")
-
-    print("reading and tokenizing SQuAD dev and SST ...", flush=True)
+    print("reading and tokenizing SQuAD dev and SST ...", file=sys.stderr, flush=True)
     data = {"squad": read_task("squad", "validation", args.raw, 3000, args.seed),
             "sst": read_task("sst", "train", args.raw, 3000, args.seed)}
     decode_rows = {"sst": middle(read_task("sst", "validation", args.raw, 10**6, args.seed), args.decode_batch),
@@ -335,24 +378,12 @@ def main(argv=None) -> int:
                                        torch.randn(len(vocab), 400).numpy())
     if args.phases:
         cfg = model_config(args, args.head_dim or None)
-        print(f"where the time goes, heads {cfg.heads} x {args.head_dim or cfg.dimension}, {args.threads} threads:")
+        print(f"where the time goes, heads {cfg.heads} x {args.head_dim or cfg.dimension}, {args.precision}, "
+              f"{args.threads} threads:")
         print_phases(build_model(cfg, vocab, word_vectors=vectors), data, decode_rows, vocab, args)
         return 0
-    results = bench_config(args, args.head_dim or None, vocab, vectors, data, decode_rows)
-    cols = ["examples/batch", "ctx mean", "ctx padded", "s/step", "examples/s", "answer tok/s", "peak RSS GB"]
-    print("\n| phase | " + " | ".join(cols) + " | original examples/s, peak RSS (§9) | speed-up vs original "
-          "(examples/s) | memory vs original |")
-    print("|" + "---|" * (len(cols) + 4))
-    for name, key, r in results:
-        ref = ORIGINAL.get(key) if key else None
-        extra = (f"{ref[0]:.1f}, {ref[1]:.1f} GB | x{r['examples/s'] / ref[0]:.2f} | {r['peak RSS GB'] / ref[1]:.2f}"
-                 if ref else "- | - | -")
-        print(f"| {name} | " + " | ".join(f"{r[c]:.1f}" if c != "peak RSS GB" else f"{r[c]:.2f}" for c in cols)
-              + f" | {extra} |")
-    print("\n(s/step for decoding = seconds per batch; the original's numbers are quoted from the reference notes"
-          " §9, measured on these machines with 2 threads, 3 warm-up + 20 timed steps.)")
+    print(json.dumps(bench_config(args, vocab, vectors, data, decode_rows)))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -115,6 +115,7 @@ class TrainingRecipe:
         self.hooks = list(hooks)
         self.iteration, self.best_score, self.best_iteration = 0, None, None
         self.last_validated = self.last_saved = -1
+        self.checked_unused = False
 
     # ------------------------------------------------------------------------------------------- setup
 
@@ -184,6 +185,8 @@ class TrainingRecipe:
         with precision.autocast(self.device, self.precision):  # the loss itself is reduced in fp32
             loss = self.model(batch)
         (loss * (n_local * self.dist.world / n_total)).backward()
+        if not self.checked_unused:
+            self._check_unused_parameters()
         clip_gradients(self.core.parameters(), self.params.train.grad_clip)
         lr = self.optimizer.param_groups[0]["lr"]
         self.optimizer.step()
@@ -193,6 +196,18 @@ class TrainingRecipe:
         self.iteration += 1
         return Step(position.task, float(loss.detach()), n_local, tokens, len(rows),
                     time.perf_counter() - start, lr)
+
+    def _check_unused_parameters(self) -> None:
+        """After the first backward pass: with train.find_unused_parameters false, DDP needs a gradient for every
+        trained parameter (else its next step fails deep inside the reducer, or waits): name any that got none."""
+        self.checked_unused = True
+        if self.params.train.find_unused_parameters:
+            return
+        unused = [n for n, p in self.core.named_parameters() if p.requires_grad and p.grad is None]
+        if unused:
+            raise ConfigError(f"train.find_unused_parameters is false, but {len(unused)} trained parameter(s) got no "
+                              f"gradient in the first step ({', '.join(unused[:5])}{', ...' if len(unused) > 5 else ''});"
+                              " set train.find_unused_parameters: true")
 
     # -------------------------------------------------------------------------------------- validation
 

@@ -83,3 +83,30 @@ def test_a_missing_starting_point_fails_before_ray(params, tmp_path):
 
     with pytest.raises(DataError, match="no checkpoint there"):
         check_inputs(with_train(params, init_from=str(tmp_path / "nope.pt")), ["sst"])
+
+
+def test_an_unused_parameter_with_find_unused_parameters_false_is_named_at_the_first_step(params):
+    torch.set_num_threads(1)
+    recipe = local_recipe(with_train(params, find_unused_parameters=False))
+    recipe.core.register_parameter("never_used", torch.nn.Parameter(torch.zeros(3)))
+    with pytest.raises(ConfigError, match=r"train.find_unused_parameters is false, but 1 trained parameter\(s\) got no "
+                                          r"gradient in the first step \(never_used\); set train.find_unused_parameters"):
+        recipe.train_step()
+    ok = local_recipe(with_train(params, find_unused_parameters=True))
+    ok.core.register_parameter("never_used", torch.nn.Parameter(torch.zeros(3)))
+    ok.train_step()  # with the setting true, the unused parameter is allowed
+
+
+def test_every_variant_trains_with_find_unused_parameters_false(params):
+    torch.set_num_threads(1)
+    for variant in ("s2s", "satt", "catt", "mqan"):
+        p = dataclasses.replace(params, model=dataclasses.replace(params.model, variant=variant))
+        local_recipe(with_train(p, find_unused_parameters=False)).train_step()
+
+
+def test_a_bf16_recipe_trains_and_validates(params):
+    torch.set_num_threads(1)
+    recipe = local_recipe(with_train(params, precision="bf16"))
+    assert recipe.precision in ("bf16", "fp32")  # fp32 where the CPU has no bf16 units (said in a warning)
+    step = recipe.train_step()
+    assert step.loss == step.loss and recipe.validate() != {}

@@ -1,0 +1,104 @@
+"""The project's side of ../shared/speedcheck (its README, "The project's side"): `speedcheck_case` builds
+this project's MQAN for one case as bench/model.py does, in any configuration the harness passes with
+`--proj-opt KEY=VALUE`, and returns the function the harness times.
+
+Options: `precision=fp32|bf16|int8` (int8: decoding only; train/mqan/precision.py) and `compile=0|1`
+(torch.compile of the model's forward for training; decoding is not compiled: see bench/model.py).
+
+    ../shared/speedcheck/run_all.sh                                  # fp32, from the project root
+    PROJ_ARGS="--proj-opt precision=bf16" ../shared/speedcheck/run_all.sh
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from train.mqan import precision
+from train.mqan.allocator import keep_large_blocks
+from train.mqan.batch import collate
+from train.mqan.model import build_model, count_parameters
+from train.mqan.vectors import VectorSource
+from train.mqan.vocab import EOS_ID, Vocab
+
+KNOWN = "precision=fp32|bf16|int8, compile=0|1"
+
+
+def parse_options(options: dict | None, mode: str) -> tuple[str, bool]:
+    """(precision, compile) from the harness's `--proj-opt` strings; SystemExit names an unknown one."""
+    opts = dict(options or {})
+    chosen = opts.pop("precision", "fp32")
+    compiled = opts.pop("compile", "0") in ("1", "true", "yes")
+    if opts:
+        raise SystemExit(f"unknown --proj-opt {', '.join(sorted(opts))}; known: {KNOWN}")
+    choices = precision.DECODING if mode == "decode" else precision.TRAINING
+    try:
+        precision.check(chosen, "--proj-opt precision", choices)
+    except Exception as exc:  # a ConfigError: the harness shows SystemExit's text
+        raise SystemExit(str(exc)) from None
+    return chosen, compiled
+
+
+def build(itos: list[str], generative: int, seed: int, head_dim: int | None):
+    """(model, vocab) as bench/model.py builds them, with the harness's frozen random 400-d vectors."""
+    from bench.model import model_config
+
+    torch.manual_seed(seed)
+    vocab = Vocab(itos, generative)
+    g = torch.Generator().manual_seed(seed)
+    vectors = VectorSource.from_arrays("random-400", [t.strip() for t in vocab.itos],
+                                       torch.randn(len(itos), 400, generator=g).numpy())
+    cfg = model_config(argparse.Namespace(variant="mqan", recompute_encoder=False), head_dim)
+    return build_model(cfg, vocab, word_vectors=vectors), vocab
+
+
+def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim, default_malloc, options):
+    """(info, fn): fn(rows) times one training step -> (seconds, examples, loss) or one greedy decoding of
+    exactly `decode_steps` steps -> (seconds, examples, steps); collation is outside the timed region."""
+    chosen, compiled = parse_options(options, mode)
+    if not default_malloc:
+        keep_large_blocks()
+    model, vocab = build(itos, generative, seed, head_dim)
+    cpu = torch.device("cpu")
+    info = {"trainable_params": count_parameters(model), "heads": model.cfg.heads,
+            "head_dim": head_dim or model.cfg.dimension, "precision": chosen, "compile": compiled,
+            "bf16_units": precision.bf16_supported(cpu)}
+    if mode == "train":
+        return info, train_step_fn(model, vocab, chosen, compiled)
+    with torch.no_grad():
+        model.out.bias[EOS_ID] = -1e4  # every decoding runs all steps
+    decoder = precision.quantized(model) if chosen == "int8" else model
+
+    def decode(rows):
+        b = collate(rows, vocab)
+        t0 = time.perf_counter()
+        with torch.inference_mode(), precision.autocast(cpu, chosen):
+            out = decoder.greedy(b, max_len=decode_steps, incremental=True)
+        t = time.perf_counter() - t0
+        assert out.ids.shape[1] == decode_steps, out.ids.shape
+        return t, b.size, out.ids.shape[1]
+
+    return info, decode
+
+
+def train_step_fn(model, vocab, chosen: str, compiled: bool):
+    """One training step as the harness defines it (Adam lr 1e-4, betas (0.9, 0.98), eps 1e-9, clip 1.0)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    forward = torch.compile(model, dynamic=True) if compiled else model
+    cpu = torch.device("cpu")
+
+    def step(rows):
+        b = collate(rows, vocab)
+        t0 = time.perf_counter()
+        model.train()
+        with precision.autocast(cpu, chosen):
+            loss = forward(b)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        return time.perf_counter() - t0, b.size, loss.item()
+
+    return step
