@@ -212,8 +212,27 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
 
             ray.shutdown()
     best = run_dir / "best"
+    if params.train.register_model and best.exists():
+        register_model(run_dir, params.train.register_model, project)
     return Outcome(run_name, run_dir, run_id, uri, result.checkpoint.path if result.checkpoint else None,
                    best if best.exists() else None, dict(result.metrics or {}))
+
+
+def register_model(run_dir: Path, name: str, project: Path) -> bool:
+    """train.register_model: log the finished run's best model as an MLflow model and register it as a new
+    version of `name`, with `deca register` (train/infer/registry.py; in a child process: training never
+    imports inference). A failure is a warning, not a failed training: the run is there, registered or not."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "deca.cli", "register", "--run", str(run_dir), "--name", name]
+    done = subprocess.run(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode == 0:
+        print(done.stdout, end="", flush=True)
+        return True
+    print(f"{done.stdout.rstrip()}\nwarning: the model of run {run_dir.name} was not registered as {name!r}; "
+          f"once fixed: deca register --run {run_dir} --name {name}", file=sys.stderr)
+    return False
 
 
 def open_run(params: Params, run_name: str | None, resume: bool, project: Path,

@@ -27,6 +27,19 @@ def latest_run(storage: str | Path) -> Path:
     return runs[-1].parent
 
 
+def run_folder(run: str | Path | None, storage: str | Path) -> Path:
+    """The folder of run `run`: a run directory, or a run name under `storage`; the latest run when None.
+    ConfigError when there is no such run."""
+    if run is None:
+        return latest_run(storage)
+    for candidate in (Path(run), Path(storage) / str(run)):
+        if (candidate / RUN_FILE).is_file() or (candidate / BEST).is_file():
+            return candidate
+    known = sorted(p.parent.name for p in Path(storage).glob(f"*/{RUN_FILE}"))
+    raise ConfigError(f"--run {run}: no training run there (neither a run directory nor a run name under {storage})"
+                      + (f"; runs: {', '.join(known)}" if known else ""))
+
+
 def read_run_file(run_file: Path) -> dict[str, Any]:
     """A run's record (deca_run.json); a DataError names it when it cannot be read."""
     try:

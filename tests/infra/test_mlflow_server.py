@@ -2,7 +2,9 @@
 
 The server is infra/mlflow/server.sh on a free loopback port (SQLite backend, artifacts proxied by the
 server: clients hold only the URI). Every command gets the server by MLFLOW_TRACKING_URI alone and runs as
-the `deca` console script in a scratch directory, which must stay free of any local MLflow store. A second
+the `deca` console script in a scratch directory, which must stay free of any local MLflow store. The run
+registers its model (train.register_model): promoted with `deca register --alias`, it answers through the
+server as `deca predict --model models:/<name>@<alias>` and as `mlflow.pyfunc.load_model`. A second
 test points MLFLOW_TRACKING_URI at a closed port: `deca train` and `deca compare` must stop within seconds
 with a message naming the URI and the fix, leaving no run behind.
 """
@@ -22,6 +24,7 @@ from tests.infra.processes import VENV_BIN, child_env, free_port
 pytestmark = pytest.mark.slow
 
 ITERATIONS = 6
+REGISTERED = "decanlp-served"  # train.register_model of the run
 
 
 def deca(*args: str, cwd, env, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -45,9 +48,13 @@ def test_train_evaluate_compare_and_artifacts_through_the_server(mlflow_server, 
     from train.mqan.checkpoint import load_model
 
     params = write_params(tmp_path / "params.yaml", infra_data, tmp_path / "checkpoints", "served",
-                          iterations=ITERATIONS, val_every=3, save_every=3, cpus_per_worker=1.0)
-    env = child_env(MLFLOW_TRACKING_URI=mlflow_server.url)
-    ok(deca("train", "--params", str(params), "--run-name", "served", "--no-progress", cwd=tmp_path, env=env))
+                          iterations=ITERATIONS, val_every=3, save_every=3, cpus_per_worker=1.0,
+                          register_model=REGISTERED)
+    env = child_env(MLFLOW_TRACKING_URI=mlflow_server.url, DECA_MODEL_CACHE=str(tmp_path / "model-cache"),
+                    MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR="false")
+    trained = ok(deca("train", "--params", str(params), "--run-name", "served", "--no-progress", cwd=tmp_path,
+                      env=env))
+    assert f"registered {REGISTERED} version 1: models:/{REGISTERED}/1" in trained.stdout  # train.register_model
     run_dir = tmp_path / "checkpoints" / "served"
     record = json.loads((run_dir / "deca_run.json").read_text())
     assert record["tracking_uri"] == mlflow_server.url and record["finished"]
@@ -83,7 +90,38 @@ def test_train_evaluate_compare_and_artifacts_through_the_server(mlflow_server, 
                                                    dst_path=str(tmp_path / "download"),
                                                    tracking_uri=mlflow_server.url))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    registry_through_the_server(mlflow_server.url, run_dir, run_id, params, env, tmp_path)
     assert not (tmp_path / "mlruns").exists() and not (tmp_path / "mlflow.db").exists()  # nothing local
+
+
+def registry_through_the_server(url: str, run_dir: Path, run_id: str, params: Path, env, tmp_path: Path) -> None:
+    """The version `deca train` registered (train.register_model) is the run's logged MLflow model, stored by the
+    server; an alias promotes it; `deca predict --model models:/<name>@<alias>` and mlflow.pyfunc.load_model
+    through the server answer what `deca predict --run` answers."""
+    import mlflow.pyfunc
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=url)
+    version = client.get_model_version(REGISTERED, "1")
+    assert version.run_id == run_id and version.tags["deca.run"] == "served"
+    promoted = ok(deca("register", "--name", REGISTERED, "--version", "1", "--alias", "champion", cwd=tmp_path,
+                       env=env))
+    assert f"alias champion -> {REGISTERED} version 1: models:/{REGISTERED}@champion" in promoted.stdout
+    ask = ["--context", "a fine film , warmly acted .", "--question", "Is this review negative or positive?"]
+    by_run = json.loads(ok(deca("predict", "--run", str(run_dir), *ask, "--device", "cpu", cwd=tmp_path,
+                                env=env)).stdout)
+    by_alias = json.loads(ok(deca("predict", "--model", f"models:/{REGISTERED}@champion", *ask, "--device", "cpu",
+                                  "--params", str(params), cwd=tmp_path, env=env)).stdout)
+    assert by_alias == by_run
+    assert list((tmp_path / "model-cache").glob(f"{REGISTERED}-1-*/artifacts/model.pt"))
+    from train.infer.registry import tracking
+
+    with tracking(url):  # the fluent API (and so the registry) at the server, for this call only
+        model = mlflow.pyfunc.load_model(f"models:/{REGISTERED}@champion", model_config={"device": "cpu"})
+    assert model.metadata.run_id == run_id
+    got = model.predict(pd.DataFrame([{"id": "0", "context": ask[1], "question": ask[3]}]))
+    assert got.to_dict("records") == [by_run]
 
 
 def test_a_server_that_is_down_fails_fast_with_the_uri_and_the_fix(infra_data, tmp_path):

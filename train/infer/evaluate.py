@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 
+from deca.checks import check_params
+from deca.config import Params
 from deca.errors import ConfigError, DataError
 from deca.io import check_writable, replace_dir, write_json, write_text
 from deca.metric_logging import MetricLogger, MLflowLogger, TrackingServerDown, check_server
@@ -71,6 +73,7 @@ def check_config(ec) -> None:
         raise ConfigError("evaluate.batch_size and evaluate.max_examples must be positive")
     check_answer_length(ec.max_answer_length, "evaluate.max_answer_length")
     check_precision(ec.precision, "evaluate.precision", DECODING)
+    check_params(Params(evaluate=ec), commands=["evaluate"])  # the rest, as `deca validate` runs it
 
 
 def read_data(params, tasks: Sequence[str], skipped: dict[str, str]) -> dict[str, list[dict]]:

@@ -4,6 +4,7 @@ Examples:
   deca evaluate                                        # the latest run under train.storage_dir, validation
   deca evaluate --run checkpoints/pipeline             # a run directory: its best/model.pt, its MLflow run
   deca evaluate --checkpoint model.pt --split test     # any checkpoint file; the test splits
+  deca evaluate --model models:/decanlp@champion       # a registered model (`deca register`)
   deca evaluate --tasks sst woz.en --max-examples 200  # a quick look (scores cover those examples only)
   deca evaluate --set evaluate.batch_size=64           # any params value, as for every command
 
@@ -33,6 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--run", metavar="DIR", help="a training run directory (<train.storage_dir>/<run name>); "
                                                     "default: the latest run under train.storage_dir")
     which.add_argument("--checkpoint", metavar="FILE", help="a model checkpoint file (train/mqan/checkpoint.py format)")
+    which.add_argument("--model", metavar="URI", help="a registered model: models:/<name>/<version> or "
+                                                      "models:/<name>@<alias> (`deca register`; not logged to MLflow)")
     parser.add_argument("--split", help="validation or test (default: evaluate.split)")
     parser.add_argument("--tasks", nargs="+", metavar="SEL", help="names, globs, 'decanlp', 'all' (default: evaluate.tasks)")
     parser.add_argument("--batch-size", type=int, metavar="N", help="examples per decoding batch (default: evaluate.batch_size)")
@@ -68,7 +71,12 @@ def run(args: argparse.Namespace) -> int:
         overrides.update(output_paths(out))
         print(f"writing under {out}/ (the pipeline's evaluation in {params.evaluate.metrics_path} is left as it is)")
     params = dataclasses.replace(params, evaluate=dataclasses.replace(params.evaluate, **overrides))
-    scored = evaluate(params, run=args.run, checkpoint=args.checkpoint, progress=not args.no_progress,
+    checkpoint = args.checkpoint
+    if args.model:
+        from train.infer.registry import model_checkpoint
+
+        checkpoint = str(model_checkpoint(args.model))
+    scored = evaluate(params, run=args.run, checkpoint=checkpoint, progress=not args.no_progress,
                       mlflow=not args.no_mlflow)
     width = max(len(t) for t in scored["results"])
     for task, r in scored["results"].items():

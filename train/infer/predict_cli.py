@@ -4,15 +4,17 @@ Examples:
   deca predict --context "the movie was a delight ." --question "is this review negative or positive?"
   deca predict --input requests.jsonl --output answers.jsonl      # {"context", "question"[, "id"]} per line
   cat requests.jsonl | deca predict --input - --checkpoint model.pt
+  deca predict --model models:/decanlp@champion --input requests.jsonl   # a registered model
 
 The model is the latest run's best model under train.storage_dir, or --run DIR / --checkpoint FILE (which
-carries its vocabulary). Text is prepared as the model's training data was (`deca prepare`, lowercased
-when the model was trained on lowercased text). Every request is checked before the model loads: context
-and question must hold text, a context at most --max-chars characters (default 20,000, as `deca serve`),
-a question a tenth of that; a bad line is named with its field and the fix. Each
-output line is {"id", "answer", "tokens": [{"token", "source", "weights", "probability"}]}: for every
-answer token, the source that gave most of its probability (vocabulary, context or question), the three
-source weights (they sum to 1) and the token's probability.
+carries its vocabulary) / --model models:/<name>/<version> or models:/<name>@<alias> (the Model Registry of
+MLFLOW_TRACKING_URI, default sqlite:///mlflow.db here; `deca register`). Text is prepared as the model's
+training data was (`deca prepare`, lowercased when the model was trained on lowercased text). Every
+request is checked before the model loads: context and question must hold text, a context at most
+--max-chars characters (default 20,000, as `deca serve`), a question a tenth of that; a bad line is named
+with its field and the fix. Each output line is {"id", "answer", "tokens": [{"token", "source", "weights",
+"probability"}]}: for every answer token, the source that gave most of its probability (vocabulary,
+context or question), the three source weights (they sum to 1) and the token's probability.
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--run", metavar="DIR", help="a training run directory (default: the latest run)")
     which.add_argument("--checkpoint", metavar="FILE", help="a model checkpoint file")
+    which.add_argument("--model", metavar="URI", help="a registered model: models:/<name>/<version> or "
+                                                      "models:/<name>@<alias> (`deca register`)")
     ask = parser.add_argument_group("what to ask (one question, or a JSON-lines file)")
     ask.add_argument("--context", help="the context text")
     ask.add_argument("--question", help="the question text")
@@ -88,7 +92,12 @@ def run(args: argparse.Namespace) -> int:
     if args.output:  # before the model loads and decodes: a full disk or a read-only folder fails now
         check_writable(Path(args.output).resolve().parent)
     keep_large_blocks()
-    path, _ = resolve_checkpoint(args.run, args.checkpoint, params.train.storage_dir)
+    if args.model:
+        from train.infer.registry import model_checkpoint
+
+        path = model_checkpoint(args.model)
+    else:
+        path, _ = resolve_checkpoint(args.run, args.checkpoint, params.train.storage_dir)
     model, vocab, extra = load_model(path, params.data.vocab_path, device)
     rows = [request_row(r["context"], r["question"], r["id"], lowercase_of(extra)) for r in asked]
     with tqdm(total=len(rows), desc="predict", unit="q", disable=args.no_progress or len(rows) == 1) as bar:

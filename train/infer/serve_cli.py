@@ -4,6 +4,7 @@ Examples:
   deca serve                                   # the latest run's best model, on http://127.0.0.1:8000
   deca serve --checkpoint model.pt --port 0    # any free port; the URL is printed
   deca serve --run checkpoints/<run> --ray --replicas 2     # the same app on Ray Serve, two replicas
+  deca serve --model models:/decanlp@champion  # a registered model (`deca register`)
   curl -s localhost:8000/predict -d '{"context": "a fine film .", "question": "Is this review negative or positive?"}'
 
 Routes: POST /predict takes one {"context", "question"[, "id"]} or a JSON array of them and answers what
@@ -35,6 +36,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--run", metavar="DIR", help="a training run directory (default: the latest run)")
     which.add_argument("--checkpoint", metavar="FILE", help="a model checkpoint file")
+    which.add_argument("--model", metavar="URI", help="a registered model: models:/<name>/<version> or "
+                                                      "models:/<name>@<alias> (`deca register`)")
     parser.add_argument("--vocab", metavar="FILE", help="the vocabulary of a format-2 checkpoint (default: "
                         "data.vocab_path; newer checkpoints carry theirs)")
     net = parser.add_argument_group("where to listen")
@@ -95,7 +98,12 @@ def run(args: argparse.Namespace) -> int:
 
     limits = check(args)
     params = params_from_args(args)
-    path, _ = resolve_checkpoint(args.run, args.checkpoint, params.train.storage_dir)
+    if args.model:
+        from train.infer.registry import model_checkpoint
+
+        path = model_checkpoint(args.model)
+    else:
+        path, _ = resolve_checkpoint(args.run, args.checkpoint, params.train.storage_dir)
     vocab = args.vocab or params.data.vocab_path
     if args.host not in LOOPBACK:
         print(f"warning: listening on {args.host}: anyone who can reach this machine can use the model",
