@@ -2,7 +2,8 @@
 
 Each case builds its bad input in a temporary folder, calls the code a user's command would call, and
 records whether it was refused (a DecaError naming the file, line or key) or accepted. Prints a table and
-the count; exit 1 if any case was accepted. Seconds, no network; the tests cover each case too.
+the count; exit 1 if any case was accepted. Seconds, no network; the tests cover each case too, and
+bench/faults.py runs them with the later bad inputs, faults and load cases (tests/bench/test_faults.py).
 
     .venv/bin/python bench/bad_inputs.py
 """
@@ -113,7 +114,10 @@ def missing_vector_package(tmp: Path):
     from train.mqan import vectors
 
     vectors.PACKAGED["glove-test-missing"] = vectors.Packaged("no_such_module_xyz", "no-such-package", "m", "i")
-    return vectors.open_source("glove-test-missing")
+    try:
+        return vectors.open_source("glove-test-missing")
+    finally:
+        del vectors.PACKAGED["glove-test-missing"]  # bench/faults.py runs the cases in a longer-lived process
 
 
 CASES: list[tuple[str, Callable[[Path], object]]] = [

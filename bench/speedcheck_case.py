@@ -2,8 +2,10 @@
 this project's MQAN for one case as bench/model.py does, in any configuration the harness passes with
 `--proj-opt KEY=VALUE`, and returns the function the harness times.
 
-Options: `precision=fp32|bf16|int8` (int8: decoding only; train/mqan/precision.py) and `compile=0|1`
-(torch.compile of the model's forward for training; decoding is not compiled: see bench/model.py).
+Options: `precision=fp32|bf16|int8` (int8: decoding only; train/mqan/precision.py). There is no compile
+option: torch.compile of MQAN was measured and left out (docs/results/speed.md: on 2 CPU cores the first
+training step took 157 s to compile and every new batch shape recompiled, 83 s; graph breaks at
+pack_padded_sequence, nonzero and unique, which token-budget batches cannot avoid).
 
     ../shared/speedcheck/run_all.sh                                  # fp32, from the project root
     PROJ_ARGS="--proj-opt precision=bf16" ../shared/speedcheck/run_all.sh
@@ -22,14 +24,13 @@ from train.mqan.model import build_model, count_parameters
 from train.mqan.vectors import VectorSource
 from train.mqan.vocab import EOS_ID, Vocab
 
-KNOWN = "precision=fp32|bf16|int8, compile=0|1"
+KNOWN = "precision=fp32|bf16|int8"
 
 
-def parse_options(options: dict | None, mode: str) -> tuple[str, bool]:
-    """(precision, compile) from the harness's `--proj-opt` strings; SystemExit names an unknown one."""
+def parse_options(options: dict | None, mode: str) -> str:
+    """The precision from the harness's `--proj-opt` strings; SystemExit names an unknown option."""
     opts = dict(options or {})
     chosen = opts.pop("precision", "fp32")
-    compiled = opts.pop("compile", "0") in ("1", "true", "yes")
     if opts:
         raise SystemExit(f"unknown --proj-opt {', '.join(sorted(opts))}; known: {KNOWN}")
     choices = precision.DECODING if mode == "decode" else precision.TRAINING
@@ -37,7 +38,7 @@ def parse_options(options: dict | None, mode: str) -> tuple[str, bool]:
         precision.check(chosen, "--proj-opt precision", choices)
     except Exception as exc:  # a ConfigError: the harness shows SystemExit's text
         raise SystemExit(str(exc)) from None
-    return chosen, compiled
+    return chosen
 
 
 def build(itos: list[str], generative: int, seed: int, head_dim: int | None):
@@ -56,16 +57,16 @@ def build(itos: list[str], generative: int, seed: int, head_dim: int | None):
 def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim, default_malloc, options):
     """(info, fn): fn(rows) times one training step -> (seconds, examples, loss) or one greedy decoding of
     exactly `decode_steps` steps -> (seconds, examples, steps); collation is outside the timed region."""
-    chosen, compiled = parse_options(options, mode)
+    chosen = parse_options(options, mode)
     if not default_malloc:
         keep_large_blocks()
     model, vocab = build(itos, generative, seed, head_dim)
     cpu = torch.device("cpu")
     info = {"trainable_params": count_parameters(model), "heads": model.cfg.heads,
-            "head_dim": head_dim or model.cfg.dimension, "precision": chosen, "compile": compiled,
+            "head_dim": head_dim or model.cfg.dimension, "precision": chosen,
             "bf16_units": precision.bf16_supported(cpu)}
     if mode == "train":
-        return info, train_step_fn(model, vocab, chosen, compiled)
+        return info, train_step_fn(model, vocab, chosen)
     with torch.no_grad():
         model.out.bias[EOS_ID] = -1e4  # every decoding runs all steps
     decoder = precision.quantized(model) if chosen == "int8" else model
@@ -82,11 +83,10 @@ def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim
     return info, decode
 
 
-def train_step_fn(model, vocab, chosen: str, compiled: bool):
+def train_step_fn(model, vocab, chosen: str):
     """One training step as the harness defines it (Adam lr 1e-4, betas (0.9, 0.98), eps 1e-9, clip 1.0)."""
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-    forward = torch.compile(model, dynamic=True) if compiled else model
     cpu = torch.device("cpu")
 
     def step(rows):
@@ -94,7 +94,7 @@ def train_step_fn(model, vocab, chosen: str, compiled: bool):
         t0 = time.perf_counter()
         model.train()
         with precision.autocast(cpu, chosen):
-            loss = forward(b)
+            loss = model(b)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
