@@ -1,19 +1,25 @@
-"""Value rules of params.yaml, checked when the file is loaded, before any stage starts.
+"""The checks of params, one function for every command: `check_params`.
 
-`deca.config` checks keys and types; this module checks ranges and choices, and says where a bad
-value came from (``params.yaml:73`` or ``--set``), so that `model.dropout: 1.5` fails in a second with
-the key, the value, what is allowed and where to change it, not inside a Ray worker after 25 seconds.
-Rules that need code from another layer (a strategy's phases, the training splits) are checked by that
-layer before it starts (train/schedule.py, train/driver.py).
+`deca.config` checks keys and types; this module checks the values, and says where a bad value came
+from (``params.yaml:73``, an overlay's ``file:line`` or ``--set``), so that `model.dropout: 1.5` fails in
+a second with the key, the value, what is allowed and where to change it, not inside a Ray worker after
+25 seconds. Loading params runs the value rules and the custom tasks' checks (every command); each
+command then runs the checks of what it reads before it starts (task names and patterns, prepare's task
+options, ...), and `deca validate` (the pipeline's first stage) runs all of them, so that what a stage
+would refuse is refused before any stage starts. Checks that need another layer's code (a strategy's
+schedule, the metric registry, the vector sources) take that code as an argument: deca imports no layer
+above it.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Mapping
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import yaml
 
-from deca.errors import ConfigError, did_you_mean
+from deca.errors import ConfigError, DecaError, did_you_mean
 
 Rule = Callable[[Any], str | None]  # value -> what is wrong, or None
 
@@ -76,9 +82,10 @@ RULES: dict[str, Rule] = {
     "train.weight_decay": at_least(0), "train.ema_decay": fraction, "train.val_every": at_least(0),
     "train.save_every": at_least(0), "train.log_every": at_least(1), "train.val_batch_size": at_least(1),
     "train.max_val_examples": at_least(1, optional=True), "train.checkpoints_to_keep": at_least(1),
-    "train.max_failures": at_least(0),
+    "train.max_failures": at_least(0), "train.precision": one_of("fp32", "bf16"),
     "evaluate.split": one_of("validation", "test"), "evaluate.batch_size": at_least(1),
     "evaluate.max_examples": at_least(1, optional=True), "evaluate.max_answer_length": at_least(1, optional=True),
+    "evaluate.precision": one_of("fp32", "bf16", "int8"),  # train/mqan/precision.py: TRAINING, DECODING
 }
 
 
@@ -111,18 +118,178 @@ def leaves(obj: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
             yield f"{prefix}{f.name}", value
 
 
-def check_values(params: Any, origin: Mapping[str, str]) -> None:
-    """Raise one ConfigError listing every value that breaks a rule: where, key, value, what is allowed."""
+COMMANDS = ("prepare", "train", "evaluate")
+# The task selectors each command resolves before it starts.
+TASK_LISTS = {"prepare": ("data.tasks", "prepare.vocab_tasks"), "train": ("train.tasks",),
+              "evaluate": ("evaluate.tasks",)}
+SCHEDULE_KEYS = ("train.strategy", "train.tasks", "train.phases", "train.phase_iterations", "train.iterations",
+                 "train.batches_per_task")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with params: the key whose value is wrong (it says where the value came from), what
+    is wrong (naming the key), and the other keys involved (a schedule is strategy, phases and budget)."""
+
+    key: str
+    text: str
+    keys: tuple[str, ...] = ()
+
+    def involved(self) -> set[str]:
+        """Every key this problem is about."""
+        return {self.key, *self.keys}
+
+
+class ParamsError(ConfigError):
+    """Every problem found in params at once, each on its own line after where its value came from."""
+
+    def __init__(self, problems: Sequence[Problem], origin: Mapping[str, str]):
+        self.problems = list(problems)
+        lines = [f"{where_from(p.key, origin)}: {p.text}" for p in self.problems]
+        super().__init__(lines[0] if len(lines) == 1 and "\n" not in lines[0]
+                         else "bad parameter value(s):\n  " + "\n  ".join(lines))
+
+
+def where_from(key: str, origin: Mapping[str, str], default: str = "params") -> str:
+    """Where the value of dotted `key` came from: its own entry of `origin`, else its closest parent's
+    (``train.betas[0]`` -> ``train.betas``), else `default` (a default value, or params built in code)."""
+    key = re.sub(r"\[\d+\]", "", key)
+    while key:
+        if key in origin:
+            return origin[key]
+        key = key.rpartition(".")[0]
+    return default
+
+
+def value_of(params: Any, key: str) -> Any:
+    """The value of dotted `key` in `params` (dataclasses and mappings)."""
+    node = params
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else getattr(node, part)
+    return node
+
+
+def value_problems(params: Any) -> list[Problem]:
+    """Every value that breaks a rule of RULES, and a model without input features."""
     problems = []
     for key, value in leaves(params):
         rule = RULES.get(key)
         wrong = rule(value) if rule else None
         if wrong:
-            where = origin.get(key, "params")  # a default, or params built in code
-            problems.append(f"{where}: {key} = {value!r}: {wrong}")
+            problems.append(Problem(key, f"{key} = {value!r}: {wrong}"))
     m = getattr(params, "model", None)
     if m is not None and not (m.word_vectors or m.char_vectors or m.char_ngram_dim or m.embedding_dim):
-        problems.append("model: no input features: set model.word_vectors, model.char_vectors, "
-                        "model.char_ngram_dim or model.embedding_dim")
+        problems.append(Problem("model", "model: no input features: set model.word_vectors, model.char_vectors, "
+                                         "model.char_ngram_dim or model.embedding_dim"))
+    return problems
+
+
+def check_values(params: Any, origin: Mapping[str, str]) -> None:
+    """Raise one ConfigError listing every value that breaks a rule: where, key, value, what is allowed."""
+    problems = value_problems(params)
     if problems:
-        raise ConfigError("bad parameter value(s):\n  " + "\n  ".join(problems))
+        raise ParamsError(problems, origin)
+
+
+def custom_task_problems(params: Any) -> list[Problem]:
+    """The custom tasks of params (deca/custom_tasks.py), checked without being declared."""
+    from deca.custom_tasks import make_tasks
+
+    try:
+        make_tasks(params)
+    except ConfigError as exc:
+        key = str(exc).partition(":")[0]
+        return [Problem(key if key.startswith("custom_tasks") else "custom_tasks", str(exc))]
+    return []
+
+
+def task_problems(params: Any, commands: Iterable[str]) -> list[Problem]:
+    """Task selectors that name no task (the commands' TASK_LISTS), and prepare's task options: each key a
+    task's, each value options of that task. Custom tasks resolve once declared (deca.custom_tasks.declare)."""
+    from deca.registry import all_tasks, resolve_tasks
+
+    problems = []
+    for key in [k for c in commands for k in TASK_LISTS.get(c, ())]:
+        value = value_of(params, key)
+        if value is None:
+            continue
+        try:
+            resolve_tasks(value)
+        except DecaError as exc:
+            problems.append(Problem(key, f"{key} = {value!r}: {exc}"))
+    if "prepare" in commands:
+        by_key = {t.key: t for t in all_tasks().values()}
+        for name, values in params.prepare.task_options.items():
+            key = f"prepare.task_options.{name}"
+            if name not in by_key:
+                problems.append(Problem(key, f"{key}: no task has the key {name!r}{did_you_mean(name, by_key)}"))
+                continue
+            try:
+                by_key[name].make_options(values)
+            except ConfigError as exc:
+                problems.append(Problem(key, str(exc)))
+    return problems
+
+
+def layer_problems(params: Any, commands: Iterable[str], *, schedule: Callable | None = None,
+                   metrics: Callable | None = None, vectors: Callable | None = None) -> list[Problem]:
+    """The checks that run another layer's code, given as arguments: `schedule(train_config, tasks)` (the
+    strategy and its phases against the budget, train.schedule.from_config), `metrics(tasks)` (each task's
+    headline metric is registered, eval.api.check_metrics), `vectors(source)` (a vector source is there).
+    Each raises a DecaError; a task list that does not resolve is left to task_problems."""
+    from deca.registry import get_task, resolve_tasks
+
+    problems = []
+    for command, key in (("train", "train.tasks"), ("evaluate", "evaluate.tasks")):
+        if command not in commands:
+            continue
+        try:
+            tasks = resolve_tasks(value_of(params, key))
+        except DecaError:
+            continue
+        if command == "train" and schedule:
+            problems += _raised(schedule, (params.train, tasks), "train.strategy", SCHEDULE_KEYS)
+        for task in tasks if metrics else ():
+            owner = f"custom_tasks.{task}.metric" if get_task(task).group == "custom" else key
+            problems += _raised(metrics, ([task],), owner)
+    for key in ("model.word_vectors", "model.char_vectors") if vectors and "train" in commands else ():
+        source = value_of(params, key)
+        if source:
+            problems += [Problem(p.key, f"{key} = {source!r}: {p.text}") for p in _raised(vectors, (source,), key)]
+    return problems
+
+
+def _raised(check: Callable, args: tuple, key: str, keys: Sequence[str] = ()) -> list[Problem]:
+    """[] when check(*args) passes; else its DecaError as a Problem of the first of `keys` it names (`key`
+    when none), involving the keys it names."""
+    try:
+        check(*args)
+    except DecaError as exc:
+        text = str(exc)
+        named = [k for k in keys if re.search(rf"\b{re.escape(k)}\b", text)]
+        return [Problem(named[0] if named else key, text, tuple(named))]
+    return []
+
+
+def check_params(params: Any, origin: Mapping[str, str] | None = None, commands: Iterable[str] = COMMANDS,
+                 **layers: Callable) -> None:
+    """The one check of params: every problem a command would refuse before it starts, at once.
+
+    Always: the value rules (RULES) and the custom tasks; then for each of `commands` (prepare, train,
+    evaluate) its task selectors and options, and the checks of other layers passed as `layers` (see
+    layer_problems). `deca validate` passes every command and layer; each command its own, before it
+    starts. Raises a ParamsError (a ConfigError) naming where each bad value came from: `origin` (dotted
+    key -> ``params.yaml:12``, ``--set ...``), by default the one recorded when params were loaded.
+    Task names resolve against the declared custom tasks (the caller declares them: deca.config.params_from_args).
+    """
+    commands = list(commands)
+    origin = getattr(params, "_origin", {}) if origin is None else origin
+    problems = value_problems(params)
+    custom = custom_task_problems(params)
+    problems += custom
+    if not custom and commands:
+        problems += task_problems(params, commands)
+        bad = {k for p in problems for k in p.involved()}
+        problems += [p for p in layer_problems(params, commands, **layers) if not p.involved() & bad]
+    if problems:
+        raise ParamsError(problems, origin)

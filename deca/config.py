@@ -124,7 +124,8 @@ class TrainConfig:
     placement_strategy: str = "PACK"
     use_gpu: bool = False
     gpus_per_worker: float = 1.0  # only with use_gpu
-    find_unused_parameters: bool = True  # DDP; MQAN variants may leave parameters unused
+    find_unused_parameters: bool = False  # DDP: every variant uses all its parameters (the first step checks)
+    precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights; fp32 on a CPU without bf16 units)
     lr: float = 2.5e-3  # peak learning rate, reached at the end of warmup
     warmup: int = 800
     betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
@@ -144,6 +145,14 @@ class TrainConfig:
     freeze_pretrained: bool = False  # with init_from: train only the layers that were replaced (the new softmax)
     storage_dir: str = "checkpoints"
     experiment: str = "decanlp"
+    # MLflow Model Registry: register each finished run's best model as a new version of this model
+    # (train/infer/registry.py; `deca register`); None = log nothing to the registry
+    register_model: str | None = None
+
+    def __post_init__(self):
+        if self.register_model is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.register_model):
+            raise ConfigError(f"train.register_model: {self.register_model!r} is not a model name; use letters, "
+                              "digits, '_', '.' and '-' (it goes into URIs such as models:/<name>@champion)")
 
 
 @dataclass
@@ -160,6 +169,7 @@ class EvaluateConfig:
     max_examples: int | None = None  # per task: the first N examples of the split; None = all
     max_answer_length: int | None = None  # decoding steps; None = the model's max_answer_length
     device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
+    precision: str = "fp32"  # fp32 | bf16 | int8 (W_v quantized, CPU): greedy answers may differ from fp32
 
 
 @dataclass
@@ -267,29 +277,68 @@ _Loader.add_implicit_resolver(
 def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] | None = None) -> Params:
     """Load params.yaml (missing file → all defaults) with optional dotted overrides like {"train.iterations": 5}.
 
-    Keys and types are checked (unknown keys with a did-you-mean), then every value's range
-    (deca/checks.py) and every custom task; an error names the file and line of the value, or ``--set``
-    for an override. Nothing is registered: see params_from_args.
+    Keys and types are checked (unknown keys with a did-you-mean), then every value's range and every
+    custom task (deca.checks.check_params, with no command's checks); an error names the file and line of
+    the value, or ``--set`` for an override. The params remember where each value came from (for the
+    checks each command runs before it starts). Nothing is registered: see params_from_args.
     """
-    from deca.checks import check_values, key_lines
-    from deca.custom_tasks import make_tasks
+    from deca.checks import check_params
+
+    params, origin = read_params(path, overrides)
+    check_params(params, origin, commands=())
+    params._origin = origin  # not a field: never serialized, compared or copied by dataclasses.replace
+    return params
+
+
+def read_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] | None = None,
+                origin: Mapping[str, str] | None = None) -> tuple[Params, dict[str, str]]:
+    """params.yaml with `overrides` applied, keys and types checked but not the values (deca.checks), and
+    where each value came from: dotted key -> ``params.yaml:<line>``, for an override its entry of `origin`
+    (e.g. an overlay's ``file:line``), else ``--set key=value``. A ConfigError names that place."""
+    from deca.checks import key_lines
 
     path = Path(path)
     raw: dict[str, Any] = {}
-    origin: dict[str, str] = {}
+    where: dict[str, str] = {}
     if path.exists():
         text = path.read_text(encoding="utf-8")
-        try:
-            raw = yaml.load(text, Loader=_Loader) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-        origin = {key: f"{path}:{line}" for key, line in key_lines(text).items()}
+        raw = parse_yaml(text, path) or {}
+        where = {key: f"{path}:{line}" for key, line in key_lines(text).items()}
+    for dotted, value in (overrides or {}).items():
+        for key in [k for k in where if k.startswith(dotted + ".")]:
+            del where[key]  # the file's lines under an overridden key no longer say where its value came from
+        where[dotted] = (origin or {}).get(dotted) or f"--set {dotted}={value}"
     set_dotted(raw, overrides or {})
-    origin.update({dotted: f"--set {dotted}={value}" for dotted, value in (overrides or {}).items()})
-    params = from_dict(Params, raw, where=str(path))
-    check_values(params, origin)
-    make_tasks(params)  # a bad custom task fails here, not in the stage that first resolves its name
-    return params
+    try:
+        return from_dict(Params, raw, where="params"), where
+    except ConfigError as exc:
+        raise _located(str(exc), where, str(path)) from None
+
+
+def _located(message: str, origin: Mapping[str, str], default: str) -> ConfigError:
+    """A key or type error of from_dict(Params, ..., where="params") as a ParamsError that starts with where
+    the offending value came from (``--set train.iterations=abc: train.iterations: expected an integer``)."""
+    from deca.checks import Problem, ParamsError, where_from
+
+    head, _, rest = message.partition(": ")
+    if head == "params" or head.startswith("params."):
+        key = head[len("params."):]
+    elif where_from(head, origin, ""):  # a check of a config class itself (__post_init__), naming its key
+        key = head
+    else:
+        return ConfigError(message)
+    unknown = re.findall(r"'([^']*)'(?: \(did you mean [^)]*\))?", rest.split(";")[0]) if "unknown key" in rest else []
+    keys = [f"{key}.{name}".strip(".") for name in unknown] or [key]
+    found = re.sub(r"\[\d+\]", "", next((k for k in keys if k in origin), keys[0]))  # train.betas[1]: train.betas
+    return ParamsError([Problem(found, f"{key or 'params'}: {rest}")], {found: where_from(found, origin, default)})
+
+
+def parse_yaml(text: str, where: str | Path) -> Any:
+    """A params document (YAML 1.2 floats such as ``1e-09`` read as numbers); ConfigError when it does not parse."""
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML: {exc}") from exc
 
 
 def set_dotted(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -298,7 +347,9 @@ def set_dotted(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, A
         node = raw
         *parents, leaf = dotted.split(".")
         for key in parents:
-            node = node.setdefault(key, {})
+            if not isinstance(node.get(key), dict):
+                node[key] = {}  # a section or mapping the override creates (or a scalar it replaces)
+            node = node[key]
         node[leaf] = value
     return raw
 

@@ -1,6 +1,6 @@
 """The whole DVC pipeline on a copy of the repository: `dvc repro` on the default params (the offline main
-job on the bundled miniature corpora), a no-op second run, a one-task param change that reruns only that
-task's stages and what follows, and two strategies as DVC experiments compared with `deca compare`; then
+job on the bundled miniature corpora), a no-op second run, an experiment with refused values that changes
+nothing, a one-task param change that reruns only that task's stages and what follows, and two strategies as DVC experiments compared with `deca compare`; then
 the DVC remote (a local directory set by infra/dvc/remote.sh): `dvc push`, a git clone that pulls and reruns
 nothing (and restores an older run from the run cache), and an experiment moved by `dvc exp push/pull`.
 
@@ -127,6 +127,35 @@ def test_second_repro_is_a_noop(repo):
     assert "up to date" in repo.dvc("status").stdout
 
 
+def _digests(repo: Repo) -> dict[str, str]:
+    """md5 of params.yaml, dvc.lock and every file of the trained model (the train stage's `persist: true` run)."""
+    files = [repo.path / "params.yaml", repo.path / "dvc.lock",
+             *sorted(p for p in (repo.path / "checkpoints" / "pipeline").rglob("*") if p.is_file())]
+    return {p.relative_to(repo.path).as_posix(): hashlib.md5(p.read_bytes()).hexdigest() for p in files}
+
+
+def test_a_refused_experiment_changes_nothing(repo):
+    """`dvc exp run -S` with values the params check refuses stops at the validate stage, before any stage that
+    reads params: the trained model (which `deca train --auto-resume` removed, as a finished run, before it
+    refused an unknown strategy), params.yaml (which DVC rewrote with the values) and dvc.lock stay as they
+    were; each problem is said once, after where its value was."""
+    repo.commit("before a refused experiment")
+    before = _digests(repo)
+    assert "checkpoints/pipeline/best/model.pt" in before
+    proc = repo.dvc("exp", "run", "-S", "train.strategy=zigzag", "-S", "train.iterations=-5", check=False)
+    try:
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0 and ran_stages(proc) == ["validate"], out[-3000:]
+        assert out.count("train.iterations = -5: must be >= 1") == 1 and out.count("unknown strategy 'zigzag'") == 1
+        assert re.search(r"params\.yaml:\d+: train\.strategy: unknown strategy 'zigzag'", out)
+        assert "params.yaml: put back as in " in out
+        assert _digests(repo) == before
+        assert repo.run("git", "status", "--porcelain").stdout == ""
+        assert "up to date" in repo.dvc("status").stdout
+    finally:
+        repo.run("git", "checkout", "--", "params.yaml")  # whatever happened, the tests after this one start clean
+
+
 def _final_model(run_dir: Path) -> dict:
     import torch
 
@@ -185,11 +214,11 @@ def test_one_task_param_reruns_only_that_task_and_what_follows(repo):
     repo.commit("first run")
     repo.set_params({"prepare": {"task_options": {"squad": {"max_train_context_tokens": 60}}}})
     changed = json.loads(repo.dvc("status", "--json").stdout)
-    assert set(changed) == {"prepare@squad"}
+    assert set(changed) == {"validate", "prepare@squad"}  # validate reads every section (its output never changes)
     rerun = repo.dvc("repro")
     stages = ran_stages(rerun)
-    assert [s for s in stages if "@" in s] == ["prepare@squad"]
-    assert set(stages) - {"prepare@squad"} <= {"vocab", "train", "evaluate", "report"}
+    assert [s for s in stages if "@" in s] == ["prepare@squad"] and stages[0] == "validate"
+    assert set(stages) - {"validate", "prepare@squad"} <= {"vocab", "train", "evaluate", "report"}
     assert ran_stages(repo.dvc("repro")) == []
 
 

@@ -41,7 +41,7 @@ def test_stages_are_the_declared_pipeline(index):
     assert [e["name"] for e in tables["tasks"].values()] == names
     assert all(get_task(e["name"]).key == key for key, e in tables["tasks"].items())
     expected = ({f"download@{c}" for c in tables["corpora"]} | {f"prepare@{k}" for k in tables["tasks"]}
-                | {"vocab", "train", "evaluate", "report"})
+                | {"validate", "vocab", "train", "evaluate", "report"})
     assert set(index) == expected
     assert "prepare@sst" in index and "prepare@woz_en" in index  # `dvc repro prepare@sst` reruns one corpus
 
@@ -78,6 +78,50 @@ def test_code_dependencies_are_exactly_what_the_commands_import(index):
             item = tables["corpora" if group == "download" else "tasks"][name.split("@")[1]]
             want.add(f"deca/tasks/{item['module']}")
         assert declared == want, f"{name}: declared {sorted(declared ^ want)} differ from the imports"
+
+
+def upstream(index, name: str) -> set[str]:
+    """The stages `name` depends on, directly or not (a dependency inside, or holding, another stage's output)."""
+    producer = {Path(o.def_path): s for s, stage in index.items() for o in stage.outs}
+    found, todo = set(), [name]
+    while todo:
+        for dep in index[todo.pop()].deps:
+            p = Path(dep.def_path)
+            for out, stage in producer.items():
+                if stage not in found and (p == out or out.is_relative_to(p) or p.is_relative_to(out)):
+                    found.add(stage)
+                    todo.append(stage)
+    return found
+
+
+def test_params_are_checked_before_any_stage_that_reads_them(index, params):
+    """The validate stage (`deca validate`) reads every section and comes before every stage that reads params,
+    so that DVC stops there on a bad value (`dvc exp run -S ...`), before any output is touched."""
+    validate = index["validate"]
+    assert validate.cmd == f"deca validate --dvc-yaml none --stamp {stages.VALIDATED}"
+    declared = {p for d in validate.deps if hasattr(d, "params") for p in d.params}
+    assert declared == set(params) == set(stages.VALIDATE_PARAMS)
+    assert [(o.def_path, o.persist) for o in validate.outs] == [(stages.VALIDATED, True)]  # kept when it fails
+    for name, stage in index.items():
+        if name != "validate" and any(getattr(d, "params", None) for d in stage.deps):
+            assert "validate" in upstream(index, name), f"{name} reads params but does not follow validate"
+    for name in [n for n in index if n.startswith(("prepare@", "prepare_"))] + ["train"]:
+        assert stages.VALIDATED in {d.def_path for d in index[name].deps}, name
+
+
+def test_write_adds_the_validate_blocks_to_a_dvc_yaml_without_them(tmp_path):
+    import re
+
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
+    older = re.sub(r"  # BEGIN validate stage.*?# END validate stage\n\n", "", text, flags=re.S)
+    older = re.sub(r" *# BEGIN validated \w+.*?# END validated \w+\n", "", older, flags=re.S)
+    assert "validate" not in yaml.safe_load(older)["stages"] and stages.VALIDATED not in older
+    (tmp_path / "dvc.yaml").write_text(older, encoding="utf-8")
+    args = ["--dvc-yaml", str(tmp_path / "dvc.yaml"), "--params", str(tmp_path / "params.yaml")]
+    assert stages.main(["--check", *args]) == 1
+    assert stages.main(["--write", *args]) == 0
+    assert (tmp_path / "dvc.yaml").read_text(encoding="utf-8") == text
 
 
 def test_prepare_declares_its_own_task_options_only(index, params):
@@ -165,7 +209,7 @@ def test_a_custom_task_gets_its_own_prepare_stage(tmp_path, capsys):
     assert stage.cmd == "deca prepare --tasks minqa --out data/processed"
     deps = [d.def_path for d in stage.deps]
     assert deps[:2] == list(custom["minqa"]["files"].values())
-    assert "deca/custom_tasks.py" in deps
+    assert "deca/custom_tasks.py" in deps and stages.VALIDATED in deps
     assert [o.def_path for o in stage.outs] == ["data/processed/minqa"]
     params = {k for d in stage.deps if hasattr(d, "params") for k in (d.params or [])}
     assert "custom_tasks.minqa" in params and "prepare.task_options.minqa" not in params
