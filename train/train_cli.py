@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = parse_overrides(args.overrides)
     params = load_params(args.params, overrides=overrides)
+    check_before_anything(params)
     run_name = args.run_name
     if isinstance(args.resume, str):
         if run_name and run_name != args.resume:
@@ -57,3 +58,15 @@ def run(args: argparse.Namespace) -> int:
     if shown:
         print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
     return 0
+
+
+def check_before_anything(params) -> None:
+    """Every check `deca validate` runs for training, before a run folder is touched (`--auto-resume` removes a
+    finished run to start it over: a bad strategy must not cost it) and before the inputs are looked at."""
+    from deca.checks import check_params
+    from deca.custom_tasks import declare
+    from eval.api import check_metrics
+    from train.schedule import from_config
+
+    declare(params)
+    check_params(params, commands=["train"], schedule=from_config, metrics=check_metrics)

@@ -25,10 +25,6 @@ FAST = [c for c in CASES if not c.slow]
 # Cases found not handled when the bench was written (reported with the command and its output). Strict:
 # once the code handles one, its test fails here, and the entry goes.
 KNOWN: dict[str, str] = {
-    "deca evaluate --set 'evaluate.tasks=[nosuchtask]': once, naming --set":
-        "says 'params: evaluate.tasks = ...', not '--set evaluate.tasks=...'",
-    "deca train --set train.strategy=zigzag: once, naming --set":
-        "says 'params: train.strategy: ...', not '--set train.strategy=zigzag'",
     "disk full during deca prepare (simulated ENOSPC)": "names the file, but leaves the --out folder, empty",
 }
 

@@ -21,7 +21,6 @@ from typing import Any, Mapping, Sequence
 
 
 from deca.checks import check_params
-from deca.config import Params
 from deca.errors import ConfigError, DataError
 from deca.io import check_writable, replace_dir, write_json, write_text
 from deca.metric_logging import MetricLogger, MLflowLogger, TrackingServerDown, check_server
@@ -65,15 +64,17 @@ def read_rows(processed_dir: str, task: str, split: str, max_examples: int | Non
     return table.to_pylist()
 
 
-def check_config(ec) -> None:
-    """Refuse an evaluate section that cannot work, before anything is loaded."""
+def check_config(params) -> None:
+    """Refuse an evaluate section that cannot work, before anything is loaded (errors name where each value
+    came from: params.yaml's line, --set or the command's option)."""
+    ec = params.evaluate
     if ec.split not in ("validation", "test"):
         raise ConfigError(f"evaluate.split must be validation or test, got {ec.split!r}")
     if ec.batch_size < 1 or (ec.max_examples is not None and ec.max_examples < 1):
         raise ConfigError("evaluate.batch_size and evaluate.max_examples must be positive")
     check_answer_length(ec.max_answer_length, "evaluate.max_answer_length")
     check_precision(ec.precision, "evaluate.precision", DECODING)
-    check_params(Params(evaluate=ec), commands=["evaluate"])  # the rest, as `deca validate` runs it
+    check_params(params, commands=["evaluate"])  # the rest, as `deca validate` runs it
 
 
 def read_data(params, tasks: Sequence[str], skipped: dict[str, str]) -> dict[str, list[dict]]:
@@ -136,7 +137,7 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     """Decode, write, score and report as `params.evaluate` says; returns the scored dict (eval.score shape)
     with the files written (`files`) and the tasks skipped (`skipped`)."""
     ec = params.evaluate
-    check_config(ec)
+    check_config(params)
     check_outputs(ec)
     path, run_info = resolve_checkpoint(run, checkpoint, params.train.storage_dir)
     if run_info.get("tracking_uri"):

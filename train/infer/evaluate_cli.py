@@ -70,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
     if out:
         overrides.update(output_paths(out))
         print(f"writing under {out}/ (the pipeline's evaluation in {params.evaluate.metrics_path} is left as it is)")
+    origin = {**getattr(params, "_origin", {}), **{f"evaluate.{k}": f"--{k.replace('_', '-')}" for k in overrides}}
     params = dataclasses.replace(params, evaluate=dataclasses.replace(params.evaluate, **overrides))
+    params._origin = origin  # where each value came from, for the one-line errors of deca.checks
     checkpoint = args.checkpoint
     if args.model:
         from train.infer.registry import model_checkpoint
