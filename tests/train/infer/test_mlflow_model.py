@@ -75,7 +75,12 @@ def in_project(project, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("DECA_MODEL_CACHE", str(root / "model-cache"))
     monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    return project
+    import mlflow
+
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)  # an earlier test of the session may have set another one, which wins over the env
+    yield project
+    mlflow.set_tracking_uri(before)
 
 
 def deca_predict(source: list[str], tmp_path: Path, capsys) -> list[dict]:
