@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deca.errors import WriteError, exception_chain
-from deca.io import atomic_write, swap_dir, write_text  # noqa: F401  (write_text: used as sinks.write_text)
+from deca.io import atomic_write, make_dirs, remove_dirs, swap_dir, write_text  # noqa: F401  (write_text: sinks.write_text)
 from deca.registry import SPLITS
 from deca.schema import DROPPED_SCHEMA
 
@@ -151,11 +151,26 @@ def remove_stale(out: Path) -> list[Path]:
     return removed
 
 
+def remove_temporaries(root: str | Path) -> list[Path]:
+    """Delete the temporary files of `deca.io.atomic_write` (``.<name>.<random>.tmp``) under `root`: a worker
+    killed while it wrote leaves one, and the task that was writing ran again elsewhere (a distributed
+    runner retries it), so the finished file is there beside it."""
+    removed = []
+    for path in sorted(Path(root).rglob(".*.tmp")):
+        if path.is_file():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    if removed:
+        LOG.info("removed %d temporary file(s) of interrupted writes under %s", len(removed), root)
+    return removed
+
+
 class Staging:
     """The staging directory of one run: create, fill (the pipeline writes there), then commit or abort.
 
     Used as a context manager, an exception (or KeyboardInterrupt) inside the block removes the
-    staging directory and leaves ``<out>`` as it was.
+    staging directory and leaves ``<out>`` as it was: an ``<out>`` (and parents) that this run created is
+    removed again, so a failed first run (a full disk, bad data) leaves no empty folder behind.
     """
 
     def __init__(self, out: str | Path, run_id: str | None = None):
@@ -164,13 +179,15 @@ class Staging:
         self.root = self.out / f"{STAGING_PREFIX}{self.run_id}"
 
     def __enter__(self) -> "Staging":
-        self.out.mkdir(parents=True, exist_ok=True)
+        self.created = make_dirs(self.out)
         remove_stale(self.out)
         self.root.mkdir()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.abort()  # after a commit the directory is empty; after an error it holds partial output
+        if exc_type is not None:
+            remove_dirs(self.created)  # only the folders this run made, and only while they are empty
 
     def task_dir(self, task: str) -> Path:
         return self.root / task

@@ -25,7 +25,6 @@ FAST = [c for c in CASES if not c.slow]
 # Cases found not handled when the bench was written (reported with the command and its output). Strict:
 # once the code handles one, its test fails here, and the entry goes.
 KNOWN: dict[str, str] = {
-    "disk full during deca prepare (simulated ENOSPC)": "names the file, but leaves the --out folder, empty",
 }
 
 
@@ -162,7 +161,6 @@ def test_a_real_full_disk_is_named_and_leaves_nothing(small_disk, tmp_path, how)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason=KNOWN["disk full during deca prepare (simulated ENOSPC)"], strict=True)
 def test_a_real_full_disk_during_prepare_is_named_and_leaves_nothing(small_disk, tmp_path):
     fill(small_disk)
     target = small_disk / "new" / "processed"
