@@ -3,7 +3,7 @@
 All variants do the same work on the same real files (../shared/corpora: SQuAD dev, SST, WOZ English,
 QA-SRL): read raw records -> (context, question, answer) -> normalize, lowercase, revtok -> Parquet
 shards of the processed schema (the same bytes). Each variant runs in its own fresh Python process, so
-that its peak RSS (getrusage ru_maxrss; for the multi-process runner also the largest worker's) is its own.
+that its peak RSS (getrusage ru_maxrss; for the runners with worker processes also the largest worker's) is its own.
 
     .venv/bin/python bench/prepare.py [--corpora ../shared/corpora] [--repeat 1] [--variants plain,beam-mp2]
 
@@ -16,14 +16,20 @@ Variants:
   beam-mp2      `deca prepare --direct_num_workers=2 --direct_running_mode=multi_processing`: what
                 `deca prepare` runs with 2 workers (two SDK worker processes; each reads, converts and
                 writes its own shards)
+  dask2         `deca prepare --runner=DaskRunner --dask_local_workers=2`: a local Dask cluster (scheduler
+                in process, two worker processes of one thread) started for the job and stopped after it
+  dask2-up      the DaskRunner on a 2-worker local Dask cluster that was already running
+                (`--dask_client_address`): what a job costs on a cluster a team keeps up
 Times are the job itself (imports and interpreter start excluded, reported separately; for beam-mp2
-they include starting and stopping the worker processes). The last lines give the ratio of beam-mp2
+and dask2 they include starting and stopping the worker processes; dask2-up's cluster is started
+before the timer and its first job warms the workers' imports, so it is run twice and the second timed). The last lines give the ratio of beam-mp2
 to plain (issue 16 asks for >= 1.5x) and to plain-cached. Nothing is asserted: timings vary with the
 machine and its load (run it on a quiet machine; --repeat keeps the best run of each variant).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -32,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +50,10 @@ VARIANTS = {
     "plain-cached": None,
     "beam": [],
     "beam-mp2": ["--direct_num_workers=2", "--direct_running_mode=multi_processing"],
+    "dask2": ["--runner=DaskRunner", "--dask_local_workers=2"],
+    "dask2-up": ["--runner=DaskRunner"],  # + --dask_client_address of the cluster `child` starts
 }
+WORKER_VARIANTS = ("beam-mp2", "dask2", "dask2-up")  # their worker processes are children of the job
 
 
 def peak_rss_mb(children: bool = False) -> float:
@@ -106,6 +116,21 @@ def run_beam(corpora: Path, out: Path, rows_per_shard: int, beam_args: list[str]
     return sum(s["examples"] for st in result.stats.values() for s in st["splits"].values())
 
 
+@contextlib.contextmanager
+def running_cluster(variant: str) -> Iterator[list[str]]:
+    """For dask2-up: a local Dask cluster of two one-thread worker processes on 127.0.0.1, running while the
+    variant runs, and the flag that points the DaskRunner at it; no flag for the other variants."""
+    if variant != "dask2-up":
+        yield []
+        return
+    import pipelines.dask_runner  # noqa: F401  (quiets Dask's INFO logs, as `deca prepare` does)
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"}) as cluster:
+        yield [f"--dask_client_address={cluster.scheduler_address}"]
+
+
 def child(variant: str, corpora: Path, rows_per_shard: int) -> dict:
     """Run one variant in this (fresh) process and return its measurements."""
     t0 = time.perf_counter()
@@ -118,14 +143,17 @@ def child(variant: str, corpora: Path, rows_per_shard: int) -> dict:
     all_tasks()
     imports = time.perf_counter() - t0
     import_rss = peak_rss_mb()
-    with tempfile.TemporaryDirectory(prefix="bench-prepare-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-prepare-") as tmp, running_cluster(variant) as address:
+        beam_args = VARIANTS[variant] and VARIANTS[variant] + address
+        if address:  # warm the running cluster's workers (imports), as a second job would find them
+            run_beam(corpora, Path(tmp) / "warm", rows_per_shard, beam_args)
         start = time.perf_counter()
-        if VARIANTS[variant] is None:
+        if beam_args is None:
             n = run_plain(corpora, Path(tmp), rows_per_shard, cached=variant == "plain-cached")
         else:
-            n = run_beam(corpora, Path(tmp) / "processed", rows_per_shard, VARIANTS[variant])
+            n = run_beam(corpora, Path(tmp) / "processed", rows_per_shard, beam_args)
         seconds = time.perf_counter() - start
-        size = sum(p.stat().st_size for p in Path(tmp).rglob("*.parquet"))
+        size = sum(p.stat().st_size for p in (Path(tmp) / ("processed" if beam_args else "")).rglob("*.parquet"))
     return {"variant": variant, "examples": n, "seconds": seconds, "imports": imports,
             "rss_mb": peak_rss_mb(), "import_rss_mb": import_rss, "child_rss_mb": peak_rss_mb(children=True), "parquet_mb": size / 2**20}
 
@@ -173,7 +201,7 @@ def main() -> int:
     for r in results.values():
         rate = r["examples"] / r["seconds"]
         ratio = f"{rate / (base['examples'] / base['seconds']):.2f}x" if base else "-"
-        workers = f"{r['child_rss_mb']:.0f}" if r["variant"] == "beam-mp2" else "-"
+        workers = f"{r['child_rss_mb']:.0f}" if r["variant"] in WORKER_VARIANTS else "-"
         print(f"{r['variant']:<12} {r['examples']:>9,} {r['seconds']:>7.2f} {rate:>8,.0f} {ratio:>9} "
               f"{r['imports']:>9.2f} {r['import_rss_mb']:>17.0f} {r['rss_mb']:>12.0f} {workers:>11} {r['parquet_mb']:>11.1f}")
     if len(counts) > 1:

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scale.py [--base 0.02] [--multiples 1,4,16] [--work /tmp/deca-scale]
                                     [--beam-args="--direct_num_workers=2 --direct_running_mode=multi_processing"]
+                                    [--dask-workers 2]
 
 For each size, `bench/synth_corpora.py` writes synthetic SQuAD, CNN/Daily Mail, MultiNLI and QA-ZRE in
 their official formats at `base x multiple` of the paper's Table 1 sizes (1x = 2% by default), then:
@@ -9,6 +10,9 @@ their official formats at `base x multiple` of the paper's Table 1 sizes (1x = 2
 - prepare <task>: `deca prepare --tasks <task> --mirror ...`, one run per task as the DVC stages
   prepare@<task> run it (the repository's params.yaml: SQuAD's 400-token filter, CNN's 400-token cut);
 - vocab: `deca prepare --vocab` over the four prepared training splits;
+- with --dask-workers N, each of those again on the DaskRunner (rows "... dask N"): `--runner=DaskRunner
+  --dask_local_workers=N`, a local Dask cluster of N one-thread worker processes that each command starts
+  and stops (included in its time; its workers are in the measured process tree);
 - loader: one training worker's data (`train.data.MultiTaskData` over the four tasks, the columns and
   token budget training uses), then one epoch of every task's batches as rows (`next_batch`).
 
@@ -142,23 +146,34 @@ def split_counts(processed: Path, task: str) -> tuple[int, int]:
 
 
 def run_size(work: Path, fraction: float, seed: int, beam_args: list[str], timeout: float,
-             steps: Sequence[str] = STEPS) -> dict:
+             steps: Sequence[str] = STEPS, dask_workers: int = 0) -> dict:
     """Generate (or reuse) the corpora of one size and measure the chosen steps on them (vocab and loader
-    read what the prepare steps of this or an earlier run left in <work>/processed)."""
-    mirror, processed = generate(work, fraction, seed), work / "processed"
+    read what the prepare steps of this or an earlier run left in <work>/processed). With `dask_workers`,
+    prepare and vocab run a second time on the DaskRunner, into <work>/processed-dask, which must hold the
+    same bytes (checked)."""
+    mirror = generate(work, fraction, seed)
     params = ["--params", str(ROOT / "params.yaml")]
     tasks = list(TASKS.values())
+    runs = [("", work / "processed", beam_args)]
+    if dask_workers:
+        runs.append((f" dask {dask_workers}", work / "processed-dask",
+                     [*beam_args, "--runner=DaskRunner", f"--dask_local_workers={dask_workers}"]))
     results = {}
-    for task in tasks if "prepare" in steps else ():
-        m = measure([str(BIN / "deca"), "prepare", "--tasks", task, "--mirror", str(mirror), "--out", str(processed),
-                     *params, *beam_args], work, timeout)
-        m["examples"] = split_counts(processed, task)[0]
-        results[f"prepare {task}"] = m
-    train_examples = sum(split_counts(processed, t)[1] for t in tasks) if {"vocab", "loader"} & set(steps) else 0
-    if "vocab" in steps:
-        m = measure([str(BIN / "deca"), "prepare", "--vocab", str(work / "vocab.txt"), "--tasks", *tasks,
-                     "--out", str(processed), *params, *beam_args], work, timeout)
-        results["vocab"] = {**m, "examples": train_examples}
+    for suffix, processed, flags in runs:
+        for task in tasks if "prepare" in steps else ():
+            m = measure([str(BIN / "deca"), "prepare", "--tasks", task, "--mirror", str(mirror), "--out",
+                         str(processed), *params, *flags], work, timeout)
+            m["examples"] = split_counts(processed, task)[0]
+            results[f"prepare {task}{suffix}"] = m
+            print(f"  prepare {task}{suffix}: {m['seconds']:.1f} s, {m['tree_mb']:.0f} MB", file=sys.stderr, flush=True)
+        if "vocab" in steps:
+            m = measure([str(BIN / "deca"), "prepare", "--vocab", str(processed / "vocab.txt"), "--tasks", *tasks,
+                         "--out", str(processed), *params, *flags], work, timeout)
+            results[f"vocab{suffix}"] = {**m, "examples": sum(split_counts(processed, t)[1] for t in tasks)}
+    if len(runs) > 1 and {"prepare", "vocab"} & set(steps):
+        check_same_bytes(runs[0][1], runs[1][1])
+    processed = work / "processed"
+    train_examples = sum(split_counts(processed, t)[1] for t in tasks) if "loader" in steps else 0
     if "loader" in steps:
         m = measure([str(BIN / "python"), str(Path(__file__).resolve()), "--loader", str(processed), "--tasks", *tasks],
                     ROOT, timeout)
@@ -166,16 +181,27 @@ def run_size(work: Path, fraction: float, seed: int, beam_args: list[str], timeo
     return results
 
 
+def check_same_bytes(a: Path, b: Path) -> None:
+    """Stop if the two processed folders (FnApiRunner, DaskRunner) differ in any file."""
+    import filecmp
+
+    left = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
+    right = sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file())
+    _, mismatch, errors = filecmp.cmpfiles(a, b, left, shallow=False)
+    if left != right or mismatch or errors:
+        raise SystemExit(f"error: the DaskRunner's output {b} differs from {a}: {(mismatch + errors)[:5]}")
+
+
 def fmt_table(results: dict[int, dict], multiples: list[int]) -> str:
     base = results[multiples[0]]
-    head = (f"{'step':<26}{'size':>5}{'examples':>10}{'seconds':>9}{'ex/s':>8}{'RSS MB':>8}{'anon MB':>8}"
+    head = (f"{'step':<32}{'size':>5}{'examples':>10}{'seconds':>9}{'ex/s':>8}{'RSS MB':>8}{'anon MB':>8}"
             f"{'proc MB':>8}{'time/1x':>8}{'RSS/1x':>7}{'anon/1x':>8}")
     lines = [head, "-" * len(head)]
     for step in base:
         for k in multiples:
             m = results[k][step]
             b = base[step]
-            lines.append(f"{step:<26}{k:>4}x{m['examples']:>10,}{m['seconds']:>9.1f}"
+            lines.append(f"{step:<32}{k:>4}x{m['examples']:>10,}{m['seconds']:>9.1f}"
                          f"{m['examples'] / m['seconds']:>8.0f}{m['tree_mb']:>8.0f}{m['anon_mb']:>8.0f}"
                          f"{m['proc_mb']:>8.0f}{m['seconds'] / b['seconds']:>8.2f}"
                          f"{m['tree_mb'] / b['tree_mb']:>7.2f}{m['anon_mb'] / b['anon_mb']:>8.2f}")
@@ -192,7 +218,7 @@ def extrapolate(results: dict[int, dict], multiples: list[int], base: float) -> 
     """Time (linear fit in examples) and memory (linear fit, i.e. what it would be if it keeps growing) at the
     full Table 1 size, per step; then the whole decathlon."""
     lines = ["", f"full size (Table 1, fraction 1.0 = {1 / base:.0f}x the base size):"]
-    total_s, other = 0.0, 0.0
+    total_s, other, dask_s = 0.0, 0.0, 0.0
     for step in results[multiples[0]]:
         xs = [results[k][step]["examples"] for k in multiples]
         a_t, b_t = fit(xs, [results[k][step]["seconds"] for k in multiples])
@@ -200,10 +226,12 @@ def extrapolate(results: dict[int, dict], multiples: list[int], base: float) -> 
         a_a, b_a = fit(xs, [results[k][step]["anon_mb"] for k in multiples])
         full = xs[0] / (base * multiples[0])
         t, mem = a_t + b_t * full, a_m + b_m * full
-        lines.append(f"  {step:<24} {full:>11,.0f} examples  {t / 60:>5.1f} min  RSS {mem:>5.0f} MB "
+        lines.append(f"  {step:<30} {full:>11,.0f} examples  {t / 60:>5.1f} min  RSS {mem:>5.0f} MB "
                      f"({b_m * 1e5:+.1f} per 100k examples), anonymous {a_a + b_a * full:>5.0f} MB")
-        if step.startswith("prepare"):
+        if step.startswith("prepare") and " dask " not in step:
             total_s += t
+        elif step.startswith("prepare"):
+            dask_s += t
         if step == "prepare multinli.in.out":
             other = b_t * sum(OTHER_TRAIN.values())
     if total_s:
@@ -211,6 +239,8 @@ def extrapolate(results: dict[int, dict], multiples: list[int], base: float) -> 
                      f"({sum(OTHER_TRAIN.values()):,} training examples) at MultiNLI's cost per example: "
                      f"{other / 60:.1f} min more; whole decathlon about {(total_s + other) / 60:.0f} min "
                      "(divide by the Beam workers: `--direct_num_workers`, or a cluster)")
+    if dask_s:
+        lines.append(f"  prepare, the four corpora on the DaskRunner: {dask_s / 60:.0f} min")
     return "\n".join(lines)
 
 
@@ -221,6 +251,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/deca-scale"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--beam-args", default="", help="Beam flags for deca prepare (one string)")
+    parser.add_argument("--dask-workers", type=int, default=0,
+                        help="also run prepare and vocab on the DaskRunner with a local cluster of N workers")
     parser.add_argument("--timeout", type=float, default=3600, help="per step, seconds")
     parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated subset of " + ", ".join(STEPS))
     parser.add_argument("--json", type=Path, help="also write the measurements here")
@@ -239,7 +271,7 @@ def main() -> int:
         print(f"[{time.strftime('%H:%M:%S')}] {k}x = {fraction:.3f} of Table 1 (load average "
               f"{os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
         results[k] = run_size(args.work / f"{k}x", fraction, args.seed, shlex.split(args.beam_args), args.timeout,
-                              args.steps.split(","))
+                              args.steps.split(","), args.dask_workers)
         for m in results[k].values():
             m.pop("stdout", None)
     print(f"deca prepare and the training data loader at {', '.join(f'{k}x' for k in multiples)} of "

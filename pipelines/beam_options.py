@@ -9,11 +9,12 @@ the Prism binary, which fails or hangs offline.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import logging
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 
 class _QuietBeamImport(logging.Filter):
@@ -51,8 +52,18 @@ def beam_flags(cfg: PrepareConfig, beam_args: Sequence[str] = ()) -> list[str]:
     return flags
 
 
+DASK_RUNNERS = ("DaskRunner", "pipelines.dask_runner.DaskRunner", "apache_beam.runners.dask.dask_runner.DaskRunner")
+
+
+def _needs_dask(flags: Sequence[str]) -> bool:
+    """Whether the flags name the DaskRunner or a Dask option (whose module, slow to import, declares them)."""
+    return any(f.startswith("--dask_") or f.split("=", 1)[-1] in DASK_RUNNERS for f in flags)
+
+
 def unknown_flags(flags: Sequence[str]) -> list[str]:
     """The flags no Beam PipelineOptions class knows (typos would otherwise be dropped with a warning)."""
+    if _needs_dask(flags):
+        import pipelines.dask_runner  # noqa: F401  (declares the --dask_* options)
     parser = _BeamArgumentParser(allow_abbrev=False)
     seen = set()
     for cls in PipelineOptions.__subclasses__():
@@ -75,6 +86,29 @@ def pipeline_options(cfg: PrepareConfig, beam_args: Sequence[str] = ()) -> Pipel
 
 def runner_name(options: PipelineOptions) -> str:
     return str(options.view_as(StandardOptions).runner)
+
+
+def is_dask(options: PipelineOptions) -> bool:
+    """Whether the job runs on the DaskRunner (`pipelines.dask_runner`)."""
+    return runner_name(options) in DASK_RUNNERS
+
+
+@contextlib.contextmanager
+def job_runner(options: PipelineOptions) -> Iterator[tuple[Any, int]]:
+    """(runner, bins) for one job: the runner object to build the `beam.Pipeline` with (None: Beam makes
+    it from --runner) and the groups to spread the work over (`local_workers`; on the DaskRunner, the
+    cluster's worker threads). A DaskRunner is connected (or starts its local cluster) here, and is closed,
+    its local cluster's workers stopped, when the block ends, whether the job succeeded or not."""
+    if not is_dask(options):
+        yield None, local_workers(options)
+        return
+    from pipelines.dask_runner import DaskRunner
+
+    runner = DaskRunner()
+    try:
+        yield runner, runner.open(options)
+    finally:
+        runner.close()
 
 
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner")

@@ -195,15 +195,17 @@ def run(job: PrepareJob, cfg: PrepareConfig, beam_args: Sequence[str] = ()) -> P
     with sinks.Staging(job.out) as staging:
         LOG.info("preparing %s -> %s (runner %s, staging %s)", ", ".join(f"{t}[{'/'.join(s)}]" for t, s in job.splits.items()),
                  job.out, beam_options.runner_name(options), staging.root.name)
-        p = beam.Pipeline(options=options)
-        build(p, job, str(staging.root), beam_options.local_workers(options))
-        try:
-            result = beam_options.run_pipeline(p)
-        except Exception as exc:  # a full disk while a worker wrote: one line naming the output file
-            written = sinks.write_error_of(exc, staging.root, job.out)
-            if written is None:
-                raise
-            raise written from None
+        with beam_options.job_runner(options) as (runner, bins):  # closed (workers idle) before the staging goes
+            p = beam.Pipeline(runner=runner, options=options)
+            build(p, job, str(staging.root), bins)
+            try:
+                result = beam_options.run_pipeline(p)
+            except Exception as exc:  # a full disk while a worker wrote: one line naming the output file
+                written = sinks.write_error_of(exc, staging.root, job.out)
+                if written is None:
+                    raise
+                raise written from None
+        sinks.remove_temporaries(staging.root)  # of a write whose worker was killed (its task ran again)
         errors_file = staging.root / "_errors.json"
         if errors_file.exists():
             raise_data_errors(json.loads(errors_file.read_text(encoding="utf-8")))

@@ -30,10 +30,12 @@ Two modes, both Apache Beam pipelines:
 
 BEAM_HELP = """\
 Beam pipeline options (standard PipelineOptions; any option not listed above goes to Beam):
-  --runner NAME                 FnApiRunner (default: in-process), BundleBasedDirectRunner, FlinkRunner,
-                                SparkRunner, DataflowRunner, PortableRunner
+  --runner NAME                 FnApiRunner (default: in-process), BundleBasedDirectRunner, DaskRunner,
+                                FlinkRunner, SparkRunner, DataflowRunner, PortableRunner
   --direct_num_workers N        workers of the local runner (0 = one per CPU)
   --direct_running_mode MODE    in_memory | multi_threading | multi_processing (local runner)
+  --dask_client_address ADDR    Dask scheduler (DaskRunner), e.g. tcp://host:8786; without it a local
+                                cluster of --dask_local_workers N processes (0 = one per CPU)
   --flink_master HOST:PORT      Flink cluster (FlinkRunner); --spark_master_url for SparkRunner
   --environment_type TYPE       LOOPBACK | DOCKER | PROCESS (SDK workers of portable runners)
   --project, --region, --temp_location, --staging_location   Dataflow settings
@@ -43,6 +45,7 @@ Defaults come from params.yaml (prepare.runner, prepare.beam_options); command-l
 Examples:
   deca prepare --tasks all --mirror tests/fixtures/corpora --out data/processed
   deca prepare --tasks sst --mirror ../shared/corpora --direct_num_workers=2 --direct_running_mode=multi_processing
+  deca prepare --tasks sst --runner DaskRunner --dask_client_address=tcp://127.0.0.1:8786
   deca prepare --vocab --tasks decanlp
 """
 

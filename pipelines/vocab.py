@@ -161,9 +161,10 @@ def run(tasks: Sequence[str], processed: str | Path, vocab_path: str | Path, cfg
 
     def run_into(tmp: Path) -> None:  # the workers write `tmp`; the driver renames it in after success
         tmp.unlink()  # so that a pipeline that wrote nothing shows
-        p = beam.Pipeline(options=options)
-        build(p, files, size, str(tmp))
-        results.append(beam_options.run_pipeline(p))
+        with beam_options.job_runner(options) as (runner, _):
+            p = beam.Pipeline(runner=runner, options=options)
+            build(p, files, size, str(tmp))
+            results.append(beam_options.run_pipeline(p))
         if not tmp.exists():
             raise DataError(vocab_path, "the vocabulary pipeline wrote nothing",
                             fix="is the output on a filesystem the workers share?")
