@@ -679,7 +679,7 @@ def load_cases() -> list[Case]:
             lambda: b"[" + b'{"context": "a", "question": "b"},' * 300_000 + b"]", 413, "are accepted")),
         Case(g, "deca serve: a small call is answered between the pieces of a large one", u,
              small_call_between_pieces),
-        Case(g, "deca serve under load: one-sentence calls answered in seconds while 8 contexts of 20,000 "
+        Case(g, "deca serve under load: one-sentence calls answered in seconds while 64 contexts of 20,000 "
                 "characters are decoded", u,
              test="tests/bench/test_faults.py::test_small_calls_are_answered_while_long_contexts_are_decoded"),
     ]

