@@ -76,3 +76,13 @@ def resolve_checkpoint(run: str | None, checkpoint: str | None, storage_dir: str
                         fix="train until at least one validation (train.val_every) or pass --checkpoint FILE")
     info_file = run_dir / RUN_FILE
     return path, read_run_file(info_file) if info_file.exists() else {}
+
+
+def add_model_arguments(parser, run_help: str = "a training run directory (default: the latest run)") -> None:
+    """The three ways to name a model, one at a time: --run DIR, --checkpoint FILE, --model URI (the MLflow
+    registry: train/infer/registry.py)."""
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--run", metavar="DIR", help=run_help)
+    which.add_argument("--checkpoint", metavar="FILE", help="a model checkpoint file (train/mqan/checkpoint.py)")
+    which.add_argument("--model", metavar="URI", help="a registered model: models:/<name>/<version> or "
+                                                      "models:/<name>@<alias> (`deca register`)")

@@ -17,25 +17,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from deca.config import PrepareConfig
 from deca.errors import ConfigError, DataError, DecaError
 from deca.registry import all_tasks, resolve_tasks
-from pipelines import beam_options, dask_runner, prepare, vocab
+from pipelines import beam_options, dask_runner, vocab
 from tests.pipelines.dask_helpers import SLOW, LoopbackCluster, register_slow, write_slow_corpus
 from tests.pipelines.prepare_helpers import FAKE, register_fake, write_fake_corpus
+from tests.pipelines.test_prepare_workers import assert_same_bytes, files, run  # noqa: F401
 
 
-def run(names, raw, out, cfg, beam_args=()):
-    job = prepare.make_job(names, raw, out, cfg, from_mirror=True)
-    return prepare.run(job, cfg, beam_args)
-
-
-def files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def assert_same_bytes(a: Path, b: Path) -> None:
-    left, right = files(a), files(b)
-    assert left and sorted(left) == sorted(right)
-    for rel in left:
-        assert left[rel] == right[rel], rel
 
 
 # ---- the translation, on Dask's synchronous scheduler (no cluster) ----------------------------------

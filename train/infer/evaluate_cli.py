@@ -27,15 +27,12 @@ import argparse
 import dataclasses
 
 from deca.config import add_params_arguments, params_from_args
+from train.runs import add_model_arguments
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument("--run", metavar="DIR", help="a training run directory (<train.storage_dir>/<run name>); "
-                                                    "default: the latest run under train.storage_dir")
-    which.add_argument("--checkpoint", metavar="FILE", help="a model checkpoint file (train/mqan/checkpoint.py format)")
-    which.add_argument("--model", metavar="URI", help="a registered model: models:/<name>/<version> or "
-                                                      "models:/<name>@<alias> (`deca register`; not logged to MLflow)")
+    add_model_arguments(parser, "a training run directory (<train.storage_dir>/<run name>); default: the latest run "
+                             "under train.storage_dir")
     parser.add_argument("--split", help="validation or test (default: evaluate.split)")
     parser.add_argument("--tasks", nargs="+", metavar="SEL", help="names, globs, 'decanlp', 'all' (default: evaluate.tasks)")
     parser.add_argument("--batch-size", type=int, metavar="N", help="examples per decoding batch (default: evaluate.batch_size)")

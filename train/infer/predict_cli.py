@@ -24,16 +24,13 @@ import sys
 from pathlib import Path
 
 from deca.config import add_params_arguments, params_from_args
+from train.runs import add_model_arguments
 from deca.errors import ConfigError
 from train.infer.limits import MAX_CONTEXT_CHARS, InputLimits
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument("--run", metavar="DIR", help="a training run directory (default: the latest run)")
-    which.add_argument("--checkpoint", metavar="FILE", help="a model checkpoint file")
-    which.add_argument("--model", metavar="URI", help="a registered model: models:/<name>/<version> or "
-                                                      "models:/<name>@<alias> (`deca register`)")
+    add_model_arguments(parser)
     ask = parser.add_argument_group("what to ask (one question, or a JSON-lines file)")
     ask.add_argument("--context", help="the context text")
     ask.add_argument("--question", help="the question text")

@@ -25,6 +25,7 @@ import signal
 import sys
 
 from deca.config import add_params_arguments, params_from_args
+from train.runs import add_model_arguments
 from deca.errors import ConfigError
 from train.infer.limits import MAX_CONTEXT_CHARS, InputLimits
 from train.infer.serve.engine import BATCH_TOKENS
@@ -33,11 +34,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument("--run", metavar="DIR", help="a training run directory (default: the latest run)")
-    which.add_argument("--checkpoint", metavar="FILE", help="a model checkpoint file")
-    which.add_argument("--model", metavar="URI", help="a registered model: models:/<name>/<version> or "
-                                                      "models:/<name>@<alias> (`deca register`)")
+    add_model_arguments(parser)
     parser.add_argument("--vocab", metavar="FILE", help="the vocabulary of a format-2 checkpoint (default: "
                         "data.vocab_path; newer checkpoints carry theirs)")
     net = parser.add_argument_group("where to listen")
