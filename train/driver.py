@@ -122,8 +122,24 @@ def start_ray(params: Params) -> bool:
     if address:
         ray.init(address=address, **kwargs)
     else:
+        guard_local_processes()
         ray.init(include_dashboard=False, **kwargs)
     return True
+
+
+_GUARDS: list = []  # held for the life of the process: a watchdog whose pipe closes ends what it guards
+
+
+def guard_local_processes() -> None:
+    """Ray's processes of a local instance (GCS, raylet, agents, workers), started after this, die with this
+    process even on SIGKILL: Ray's own fate sharing left its dashboard and runtime-env agents running for more
+    than 30 s once (deca/processes.py's watchdog ends every process that inherited this process's marker)."""
+    from deca.processes import guard_self
+
+    if not _GUARDS:
+        _GUARDS.append(guard_self())
+        if os.getsid(0) == os.getpid():  # a session of its own (a service, a test daemon): end all of it too
+            _GUARDS[0].watch(os.getpid())
 
 
 def check_resources(params: Params) -> None:

@@ -160,8 +160,9 @@ def test_a_killed_test_run_leaves_no_plain_children(probe):
 
 @pytest.mark.slow
 def test_a_killed_driver_leaves_no_local_ray(probe):
-    """train.driver.start_ray without RAY_ADDRESS starts a local Ray (GCS, raylet, dashboard, workers): Ray's
-    fate sharing (PR_SET_PDEATHSIG on its daemons, workers that exit with their raylet) ends it with the driver."""
+    """train.driver.start_ray without RAY_ADDRESS starts a local Ray (GCS, raylet, agents, workers). Ray's own
+    fate sharing (PR_SET_PDEATHSIG on its daemons) once left its dashboard and runtime-env agents running for
+    more than 30 s: the driver's watchdog (train.driver.guard_local_processes) ends them too."""
     log = probe / "driver.log"
     driver = Daemon("ray driver", [sys.executable, "-c", RAY_DRIVER.format(root=str(ROOT))], log,
                     env=child_env(DECA_ORPHAN_PROBE=str(probe)))

@@ -66,6 +66,8 @@ def start_ray(config: ServeConfig, replicas: int, host: str = "127.0.0.1", port:
     cuda = config.device.startswith("cuda") or (config.device == "auto" and torch.cuda.is_available())
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS")
+        if not address:
+            guard_local_processes()
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                  **({} if address else {"num_cpus": max(os.cpu_count() or 1, replicas)}))
     serve.start(http_options={"host": host, "port": port})
@@ -89,3 +91,16 @@ def stop_ray() -> None:
         serve.shutdown()
     finally:
         ray.shutdown()
+
+
+_GUARDS: list = []  # held for the life of the process: a watchdog whose pipe closes ends what it guards
+
+
+def guard_local_processes() -> None:
+    """A local Ray's processes die with `deca serve --ray`, SIGKILL included (deca/processes.py)."""
+    from deca.processes import guard_self
+
+    if not _GUARDS:
+        _GUARDS.append(guard_self())
+        if os.getsid(0) == os.getpid():  # a session of its own (a service, a test daemon): end all of it too
+            _GUARDS[0].watch(os.getpid())

@@ -166,6 +166,6 @@ def test_the_page_installs_with_the_package(tmp_path):
                     "--disable-pip-version-check", "-w", str(tmp_path / "dist"), str(src)], check=True, timeout=300)
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    static = root / "train" / "serve" / "static"
+    static = root / "train" / "infer" / "serve" / "static"
     assert {f"train/infer/serve/static/{p.name}" for p in static.iterdir()} <= names
     assert "train/infer/serve/app.py" in names and "train/infer/serve_cli.py" in names
