@@ -17,6 +17,7 @@ side of it): a ratio against figures measured elsewhere is not a measurement.
     .venv/bin/python bench/model.py                           # all configurations, 3 timed steps each
     .venv/bin/python bench/model.py --configs fp32,bf16 --steps 10
     .venv/bin/python bench/model.py --phases --precision bf16 # where the time goes (each phase's share)
+    python3 bench/model.py --device cuda --steps 20 --warmup 3  # on a GPU: adds TFLOP/s and MFU per row
 """
 from __future__ import annotations
 
@@ -116,21 +117,59 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
+DEVICE = torch.device("cpu")  # --device; set once in main()
+
+
+def sync() -> None:
+    """Wait for the device's queued work, so that a wall-clock time covers it (CUDA runs asynchronously)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def peak_gb() -> float:
+    """The memory figure of a row: peak RSS on the CPU; on CUDA the peak GPU memory allocated since the last
+    `reset_peak()` (each phase's own)."""
+    return torch.cuda.max_memory_allocated() / 2**30 if DEVICE.type == "cuda" else peak_rss_gb()
+
+
+def reset_peak() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
+
+def step_flops(model, batch, precision: str) -> float:
+    """Floating-point operations of one training step's forward and backward on `batch` (PyTorch's FLOP
+    counter: matrix products and attention; element-wise work is not counted), for the MFU estimate."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        with precisions.autocast(DEVICE, precision):
+            loss = model(batch)
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    return float(counter.get_total_flops())
+
+
 def bench_train(model, batches, vocab, steps: int, warmup: int, precision: str = "fp32") -> dict:
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     model.train()
     rng = random.Random(0)
     picked = [rng.choice(batches) for _ in range(steps + warmup)]  # batches of every length, as training sees
-    times, examples, tokens, ctx, ctx_pad = [], 0, 0, [], []
+    times, examples, tokens, ctx, ctx_pad, flops = [], 0, 0, [], [], 0.0
+    reset_peak()
     for i, rows in enumerate(picked):
-        b = collate(rows, vocab)
+        b = collate(rows, vocab, DEVICE)
+        if DEVICE.type == "cuda" and i >= warmup:
+            flops += step_flops(model, b, precision)
+        sync()
         t0 = time.perf_counter()
-        with precisions.autocast(torch.device("cpu"), precision):
+        with precisions.autocast(DEVICE, precision):
             loss = model(b)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sync()
         if i >= warmup:
             times.append(time.perf_counter() - t0)
             examples += b.size
@@ -140,23 +179,26 @@ def bench_train(model, batches, vocab, steps: int, warmup: int, precision: str =
     t = sum(times)
     return {"s/step": t / len(times), "examples/s": examples / t, "answer tok/s": tokens / t,
             "examples/batch": examples / len(times), "ctx mean": sum(ctx) / len(ctx),
-            "ctx padded": sum(ctx_pad) / len(ctx_pad), "peak RSS GB": peak_rss_gb()}
+            "ctx padded": sum(ctx_pad) / len(ctx_pad), "peak GB": peak_gb(), "TFLOP/s": flops / t / 1e12}
 
 
 def bench_decode(model, rows, vocab, steps: int, incremental: bool, warmup: bool = False,
                  precision: str = "fp32") -> tuple[dict, list]:
     """One timed greedy decoding of `rows` (after an untimed one with `warmup`), in `precision`."""
-    b = collate(rows, vocab)
+    b = collate(rows, vocab, DEVICE)
     decoder = precisions.quantized(model) if precision == "int8" else model
-    with torch.inference_mode(), precisions.autocast(torch.device("cpu"), precision):
+    reset_peak()
+    with torch.inference_mode(), precisions.autocast(DEVICE, precision):
         if warmup:
             decoder.greedy(b, max_len=steps, incremental=incremental)
+        sync()
         t0 = time.perf_counter()
         out = decoder.greedy(b, max_len=steps, incremental=incremental)
+        sync()
         t = time.perf_counter() - t0
     return {"s/step": t, "examples/s": b.size / t, "answer tok/s": b.size * out.ids.shape[1] / t,
             "examples/batch": b.size, "ctx mean": float(b.context.lengths.float().mean()),
-            "ctx padded": b.context.ext.shape[1], "peak RSS GB": peak_rss_gb()}, out.tokens
+            "ctx padded": b.context.ext.shape[1], "peak GB": peak_gb(), "TFLOP/s": 0.0}, out.tokens
 
 
 class PhaseTimer:
@@ -274,9 +316,9 @@ def bench_config(args, vocab: Vocab, vectors: VectorSource, data: dict, decode_r
     """Greedy decoding and training steps of one configuration: [(phase, result)]."""
     torch.manual_seed(args.seed)
     cfg = model_config(args, args.head_dim or None)
-    model = build_model(cfg, vocab, word_vectors=vectors)
+    model = build_model(cfg, vocab, word_vectors=vectors).to(DEVICE)
     print(f"{args.config}: {cfg.variant}, heads {cfg.heads} x {args.head_dim or cfg.dimension}, "
-          f"{count_parameters(model):,} trainable parameters; {args.threads} threads", file=sys.stderr, flush=True)
+          f"{count_parameters(model):,} trainable parameters; {DEVICE}, {args.threads} threads", file=sys.stderr, flush=True)
     results = []
     bias = model.out.bias[EOS_ID].item()
     with torch.no_grad():
@@ -300,7 +342,7 @@ def bench_config(args, vocab: Vocab, vectors: VectorSource, data: dict, decode_r
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--configs", default=",".join(CONFIGS), help=f"which of {', '.join(CONFIGS)} (default: all)")
+    ap.add_argument("--configs", help=f"which of {', '.join(CONFIGS)} (default: all; on cuda fp32,bf16)")
     ap.add_argument("--config", help=argparse.SUPPRESS)  # one configuration, in this process (the child run)
     ap.add_argument("--steps", type=int, default=3, help="timed training steps per task (default 3)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed warm-up steps per task (default 1)")
@@ -317,8 +359,21 @@ def parse_args(argv):
                     help="instead of the table: where the time of a training step and of greedy decoding goes")
     ap.add_argument("--precision", default="fp32", help="with --phases: fp32, bf16 or int8 (default fp32)")
     ap.add_argument("--raw", type=Path, default=SHARED, help=f"corpora mirror (default {SHARED})")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the model runs (default cpu); on cuda rows add TFLOP/s and MFU, memory is the GPU's")
+    ap.add_argument("--peak-tflops", type=float, default=989.0,
+                    help="the device's dense bf16 peak for the MFU column (default 989: H100/H200 SXM)")
     ap.add_argument("--seed", type=int, default=0)
-    return ap, ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.configs is None:
+        args.configs = "fp32,bf16" if args.device == "cuda" else ",".join(CONFIGS)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: PyTorch sees no CUDA device here")
+    if args.device == "cuda" and args.phases:
+        ap.error("--phases times CPU phases with wall clocks; on CUDA use torch.profiler")
+    if args.device == "cuda" and "int8" in args.configs.split(",") and not args.config:
+        ap.error("--configs: int8 is a CPU option (fbgemm); on cuda choose from fp32, bf16")
+    return ap, args
 
 
 def run_children(args, argv) -> int:
@@ -337,20 +392,26 @@ def run_children(args, argv) -> int:
 
 
 def print_table(results: dict[str, dict], args) -> None:
-    cols = ["examples/batch", "ctx mean", "s/step", "examples/s", "peak RSS GB"]
+    cuda = args.device == "cuda"
+    cols = ["examples/batch", "ctx mean", "s/step", "examples/s", "peak GB"] + (["TFLOP/s", "MFU %"] if cuda else [])
     base = results.get("fp32", {})
     print(f"\n| configuration | phase | {' | '.join(cols)} | speed vs fp32 | memory vs fp32 |")
     print("|" + "---|" * (len(cols) + 4))
     for name, phases in results.items():
         for phase, r in phases.items():
+            r = {**r, "MFU %": 100 * r["TFLOP/s"] / args.peak_tflops}
             ref = base.get(phase)
-            ratio = (f"x{r['examples/s'] / ref['examples/s']:.2f} | {r['peak RSS GB'] / ref['peak RSS GB']:.2f}"
-                     if ref else "- | -")
-            print(f"| {name} | {phase} | " + " | ".join(f"{r[c]:.2f}" if c == "peak RSS GB" else f"{r[c]:.1f}"
+            ratio = f"x{r['examples/s'] / ref['examples/s']:.2f} | {r['peak GB'] / ref['peak GB']:.2f}" if ref else "- | -"
+            print(f"| {name} | {phase} | " + " | ".join(f"{r[c]:.2f}" if c in ("peak GB", "MFU %") else f"{r[c]:.1f}"
                                                       for c in cols) + f" | {ratio} |")
+    if cuda:
+        print(f"\n({torch.cuda.get_device_name()}, torch {torch.__version__}; peak GB = peak GPU memory allocated in "
+              f"the phase; TFLOP/s counts matrix products and attention only (torch.utils.flop_counter), MFU against "
+              f"--peak-tflops {args.peak_tflops:g}, training steps only)")
+        return
     units = precisions.bf16_supported(torch.device("cpu"))
     print(f"\n(torch {torch.__version__}, {args.threads} threads, CPU bf16 units: {'yes' if units else 'no'}; "
-          "decoding s/step = seconds per batch; peak RSS of each configuration's own process)")
+          "decoding s/step = seconds per batch; peak GB = peak RSS of each configuration's own process)")
 
 
 def main(argv=None) -> int:
@@ -364,6 +425,8 @@ def main(argv=None) -> int:
         args.default_malloc = False
     if not args.default_malloc:
         keep_large_blocks()
+    global DEVICE
+    DEVICE = torch.device(args.device)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     if not (args.raw / "squad" / "dev-v1.1.json").exists():

@@ -34,6 +34,10 @@ def main() -> None:
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--log", help="also append the lines to this file")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (default: %(default)s); on cuda the lines add "
+                    "the peak GPU memory and an MFU estimate against --peak-tflops")
+    ap.add_argument("--peak-tflops", type=float, default=989.0,
+                    help="the device's dense bf16 peak for the MFU estimate (default 989: H100/H200 SXM)")
     args = ap.parse_args()
 
     import torch
@@ -41,6 +45,7 @@ def main() -> None:
     import experiment_sst as ex
     from deca.config import load_params, parse_overrides
     from train.data import read_share
+    from train.distributed import Distributed
     from train.mqan.decode import decode
     from train.recipe import local_recipe
 
@@ -52,7 +57,7 @@ def main() -> None:
                  **ex.overlay_overrides(args.overlay), "train.ema_decay": args.ema, **parse_overrides(args.overrides)}
     params = load_params(ROOT / "params.yaml", overrides=overrides)
     torch.set_num_threads(args.threads)
-    recipe = local_recipe(params, ["sst"])
+    recipe = local_recipe(params, ["sst"], dist=Distributed(device=torch.device(args.device)))
     model, vocab = recipe.core, recipe.vocab
     val = read_share(params.data.processed_dir, "sst", "validation").to_pylist()
 
@@ -63,21 +68,58 @@ def main() -> None:
     log = open(args.log, "a", encoding="utf-8") if args.log else None
     if log:
         print(f"# {' '.join(sys.argv[1:])}", file=log, flush=True)
-    start, losses = time.time(), []
+    start, losses, tokens, seconds = time.time(), [], 0, 0.0
+    flops_per_token = measure_flops(recipe) if recipe.device.type == "cuda" else 0.0
+
+    def report() -> None:
+        line = (f"{recipe.iteration:6d} {(time.time() - start) / 60:5.1f} min  loss {sum(losses) / len(losses):.3f}"
+                f"  EM {em():.1f}  {tokens / seconds:,.0f} tok/s")
+        if flops_per_token:
+            mfu = 100 * flops_per_token * tokens / seconds / (args.peak_tflops * 1e12)
+            line += f"  peak {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB  MFU {mfu:.2f}%"
+        if recipe.average:
+            recipe.average.swap()
+            line += f"  EMA {em():.1f}"
+            recipe.average.swap()
+        print(line, flush=True)
+        if log:
+            print(line, file=log, flush=True)
+
     model.train()
     while time.time() - start < 60 * args.minutes:
-        losses.append(recipe.train_step().loss)
-        it = recipe.iteration
-        if it % args.every == 0:
-            line = f"{it:6d} {(time.time() - start) / 60:5.1f} min  loss {sum(losses) / len(losses):.3f}  EM {em():.1f}"
-            if recipe.average:
-                recipe.average.swap()
-                line += f"  EMA {em():.1f}"
-                recipe.average.swap()
-            losses = []
-            print(line, flush=True)
-            if log:
-                print(line, file=log, flush=True)
+        step = recipe.train_step()
+        losses.append(step.loss)
+        tokens, seconds = tokens + step.tokens, seconds + step.seconds
+        if recipe.iteration % args.every == 0:
+            report()
+            losses, tokens, seconds = [], 0, 0.0
+    if losses:
+        report()  # the last iterations, when the time ran out between reports
+
+
+def measure_flops(recipe) -> float:
+    """Matrix-product and attention FLOPs per input token of one training step (PyTorch's FLOP counter over
+    a forward and backward on the next batch; element-wise work is not counted), for the MFU estimate.
+    The batch comes from a copy of the data order and the random state is restored, so the run is unchanged."""
+    import copy
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from train.mqan import precision
+    from train.mqan.batch import collate
+
+    data = copy.deepcopy(recipe.data)
+    rows, tokens = data.next_batch("sst")
+    batch = collate(rows, recipe.vocab, recipe.device)
+    cuda = [recipe.device] if recipe.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda), FlopCounterMode(display=False) as counter:
+        with precision.autocast(recipe.device, recipe.precision):
+            loss = recipe.model(batch)
+        loss.backward()
+    recipe.optimizer.zero_grad(set_to_none=True)
+    return counter.get_total_flops() / tokens
+
 
 if __name__ == "__main__":
     main()

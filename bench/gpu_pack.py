@@ -1,0 +1,79 @@
+"""Pack what the GPU checks need into `.gpu/` (git-ignored), for a GPU machine that has PyTorch but none of
+this project's other dependencies and no network: the corpora files bench/model.py reads, the processed SST
+and vocabulary of experiments/experiment_sst.py's workdir, the GloVe 6B 50d rows of that vocabulary's and
+SST's tokens (the packaged matrix is 77 MB; the subset holds the vector of every token SST's run looks up,
+so the run sees the same inputs), and the pure-Python package revtok. Then, on the GPU machine, in the
+repository root, `bash bench/gpu_check.sh` (it writes its results to $OUT, or to .gpu/out).
+
+    .venv/bin/python experiments/experiment_sst.py sst --minutes 0   # once: the workdir's data (or any run)
+    .venv/bin/python bench/gpu_pack.py                               # then carry .gpu to the GPU machine
+
+Nothing here is committed: `.gpu/` holds copies of ../shared/corpora files.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from train.mqan.vectors import MATRIX, WORDS, open_source  # noqa: E402
+
+CORPORA = ("squad/dev-v1.1.json", "sst/train_binary_sent.csv", "sst/dev_binary_sent.csv")
+
+
+def sst_tokens(work: Path) -> set[str]:
+    """Every token the SST run can look up: the vocabulary's and SST's processed splits'."""
+    tokens = {line.rstrip("\n").strip() for line in (work / "vocab.txt").read_text(encoding="utf-8").splitlines()}
+    for split in ("train", "validation"):
+        table = pq.read_table(work / "processed" / "sst" / split)
+        for column in ("context_tokens", "question_tokens", "answer_tokens"):
+            for row in table.column(column).to_pylist():
+                tokens.update(t.strip() for t in row)
+    return tokens
+
+
+def glove_subset(tokens: set[str], out: Path) -> int:
+    """The packaged GloVe 6B 50d rows of `tokens`, as a vector folder (vectors.npy + words.parquet)."""
+    source = open_source("glove-6b-50d")
+    words = sorted(t for t in tokens if t in source)
+    out.mkdir(parents=True, exist_ok=True)
+    np.save(out / MATRIX, source.lookup(words))
+    pq.write_table(pa.table({"word": words}), out / WORDS)
+    return len(words)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--raw", type=Path, default=ROOT.parent / "shared" / "corpora", help="the corpora mirror")
+    ap.add_argument("--workdir", type=Path, default=ROOT / "checkpoints" / "readme-experiment",
+                    help="experiment_sst.py's workdir (processed/ and vocab.txt)")
+    ap.add_argument("--out", type=Path, default=ROOT / ".gpu")
+    args = ap.parse_args()
+    if not (args.workdir / "processed" / "sst" / "train").is_dir():
+        ap.error(f"no processed SST in {args.workdir}: run experiments/experiment_sst.py once first")
+    shutil.rmtree(args.out, ignore_errors=True)
+    for rel in CORPORA:
+        (args.out / "corpora" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(args.raw / rel, args.out / "corpora" / rel)
+    shutil.copytree(args.workdir / "processed" / "sst", args.out / "work" / "processed" / "sst")
+    shutil.copy2(args.workdir / "vocab.txt", args.out / "work" / "vocab.txt")
+    n = glove_subset(sst_tokens(args.workdir), args.out / "glove-sst")
+    import revtok
+
+    shutil.copytree(Path(revtok.__file__).parent, args.out / "site" / "revtok",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
+    print(f"{args.out}: corpora files, processed SST, {n:,} GloVe rows, revtok; {size / 2**20:.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
