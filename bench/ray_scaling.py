@@ -12,6 +12,7 @@ through pipelines.rows.to_row into a temporary processed directory (no Beam).
 
     .venv/bin/python bench/ray_scaling.py                           # SST, paper model (d=200), 12 iterations
     .venv/bin/python bench/ray_scaling.py --dimension 64 --iterations 40 --tasks sst woz.en
+    .venv/bin/python bench/ray_scaling.py --precision bf16 --iterations 24
 """
 from __future__ import annotations
 
@@ -115,6 +116,7 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=None, help="token budget (default: params.yaml)")
     ap.add_argument("--dimension", type=int, default=None, help="model dimension (default: params.yaml)")
     ap.add_argument("--val-examples", type=int, default=8, help="validation examples per task (end of fit)")
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="train.precision (default fp32)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -129,12 +131,12 @@ def main() -> None:
             params.train, tasks=args.tasks, strategy="fully_joint", iterations=args.iterations,
             token_budget=args.budget or params.train.token_budget, val_every=0, save_every=0,
             max_val_examples=args.val_examples, storage_dir=str(tmp / "checkpoints"), experiment="bench",
-            cpus_per_worker=1.0)
+            cpus_per_worker=1.0, precision=args.precision)
         data = dataclasses.replace(params.data, processed_dir=str(processed), vocab_path=str(vocab))
         params = dataclasses.replace(params, model=model, train=train, data=data)
         os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp}/mlflow.db"
         print(f"data: {args.tasks} ({source}); model d={model.dimension}; budget {train.token_budget}; "
-              f"{args.iterations} iterations; {os.cpu_count()} CPUs", flush=True)
+              f"{args.iterations} iterations; {args.precision}; {os.cpu_count()} CPUs", flush=True)
 
         results = {}
         results["plain loop, 1 thread"] = plain_loop(params, args.tasks, 1)
@@ -160,7 +162,10 @@ def main() -> None:
     r1, r2 = results["ray, 1 worker"]["tokens_per_s"], results["ray, 2 workers"]["tokens_per_s"]
     print(f"\nRay per-step overhead (1 worker vs plain loop, 1 thread): {100 * (base / r1 - 1):+.1f}% time per token")
     print(f"scaling 1 -> 2 workers: {r2 / r1:.2f}x tokens/s")
+    best = max(results["plain loop, 1 thread"]["tokens_per_s"], results["plain loop, 2 threads"]["tokens_per_s"])
+    print(f"ray, 2 workers vs the best plain loop (the machine's ceiling): {r2 / best:.2f}x")
     print(json.dumps({"config": {"tasks": args.tasks, "iterations": args.iterations, "dimension": model.dimension,
+                                 "precision": args.precision,
                                  "budget": train.token_budget, "data": source}, "results": results}, indent=1))
 
 

@@ -2,7 +2,8 @@
 this project's MQAN for one case as bench/model.py does, in any configuration the harness passes with
 `--proj-opt KEY=VALUE`, and returns the function the harness times.
 
-Options: `precision=fp32|bf16|int8` (int8: decoding only; train/mqan/precision.py). There is no compile
+Options: `precision=fp32|bf16|int8` (int8: decoding only; train/mqan/precision.py), `recompute_encoder=0|1`
+(model.recompute_encoder: the encoder arms rerun in the backward pass, memory for time). There is no compile
 option: torch.compile of MQAN was measured and left out (docs/results/speed.md: on 2 CPU cores the first
 training step took 157 s to compile and every new batch shape recompiled, 83 s; graph breaks at
 pack_padded_sequence, nonzero and unique, which token-budget batches cannot avoid).
@@ -24,24 +25,28 @@ from train.mqan.model import build_model, count_parameters
 from train.mqan.vectors import VectorSource
 from train.mqan.vocab import EOS_ID, Vocab
 
-KNOWN = "precision=fp32|bf16|int8"
+KNOWN = "precision=fp32|bf16|int8, recompute_encoder=0|1"
 
 
-def parse_options(options: dict | None, mode: str) -> str:
-    """The precision from the harness's `--proj-opt` strings; SystemExit names an unknown option."""
+def parse_options(options: dict | None, mode: str) -> tuple[str, bool]:
+    """(precision, recompute_encoder) from the harness's `--proj-opt` strings; SystemExit names an unknown
+    option or value."""
     opts = dict(options or {})
     chosen = opts.pop("precision", "fp32")
+    recompute = opts.pop("recompute_encoder", "0")
     if opts:
         raise SystemExit(f"unknown --proj-opt {', '.join(sorted(opts))}; known: {KNOWN}")
+    if recompute not in ("0", "1"):
+        raise SystemExit(f"--proj-opt recompute_encoder={recompute}: choose 0 or 1")
     choices = precision.DECODING if mode == "decode" else precision.TRAINING
     try:
         precision.check(chosen, "--proj-opt precision", choices)
     except Exception as exc:  # a ConfigError: the harness shows SystemExit's text
         raise SystemExit(str(exc)) from None
-    return chosen
+    return chosen, recompute == "1"
 
 
-def build(itos: list[str], generative: int, seed: int, head_dim: int | None):
+def build(itos: list[str], generative: int, seed: int, head_dim: int | None, recompute: bool = False):
     """(model, vocab) as bench/model.py builds them, with the harness's frozen random 400-d vectors."""
     from bench.model import model_config
 
@@ -50,20 +55,20 @@ def build(itos: list[str], generative: int, seed: int, head_dim: int | None):
     g = torch.Generator().manual_seed(seed)
     vectors = VectorSource.from_arrays("random-400", [t.strip() for t in vocab.itos],
                                        torch.randn(len(itos), 400, generator=g).numpy())
-    cfg = model_config(argparse.Namespace(variant="mqan", recompute_encoder=False), head_dim)
+    cfg = model_config(argparse.Namespace(variant="mqan", recompute_encoder=recompute), head_dim)
     return build_model(cfg, vocab, word_vectors=vectors), vocab
 
 
 def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim, default_malloc, options):
     """(info, fn): fn(rows) times one training step -> (seconds, examples, loss) or one greedy decoding of
     exactly `decode_steps` steps -> (seconds, examples, steps); collation is outside the timed region."""
-    chosen = parse_options(options, mode)
+    chosen, recompute = parse_options(options, mode)
     if not default_malloc:
         keep_large_blocks()
-    model, vocab = build(itos, generative, seed, head_dim)
+    model, vocab = build(itos, generative, seed, head_dim, recompute)
     cpu = torch.device("cpu")
     info = {"trainable_params": count_parameters(model), "heads": model.cfg.heads,
-            "head_dim": head_dim or model.cfg.dimension, "precision": chosen,
+            "head_dim": head_dim or model.cfg.dimension, "precision": chosen, "recompute_encoder": recompute,
             "bf16_units": precision.bf16_supported(cpu)}
     if mode == "train":
         return info, train_step_fn(model, vocab, chosen)

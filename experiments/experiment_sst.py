@@ -16,6 +16,8 @@ the four training sets, shared by every run), into --workdir. Runs are tracked i
     .venv/bin/python experiments/experiment_sst.py sst --minutes 2 --set model.dimension=64   # a smoke run
     .venv/bin/python experiments/experiment_sst.py sst --minutes 28 --overlay infra/params/from_scratch.yaml
     .venv/bin/python experiments/experiment_sst.py single --task srl --minutes 25 --overlay infra/params/glove.yaml
+    .venv/bin/python experiments/experiment_sst.py single --task sst --iterations 1200 --overlay infra/params/glove.yaml \
+        --set train.precision=bf16                     # bf16 against fp32 at the same iterations
 """
 from __future__ import annotations
 
@@ -60,11 +62,14 @@ def overlay_overrides(paths: list[str]) -> dict:
     return dict(leaves(combined))
 
 
-def train_run(params, name: str, tasks: list[str], strategy: str, minutes: float, workdir: Path):
+def train_run(params, name: str, tasks: list[str], strategy: str, minutes: float, workdir: Path,
+              iterations: int = 0):
+    """One `deca train` run: `minutes` of training, or exactly `iterations` when given (no time limit)."""
     from train.driver import fit
 
-    tc = dataclasses.replace(params.train, tasks=tasks, strategy=strategy, max_minutes=minutes,
-                             iterations=100000, storage_dir=str(workdir / "checkpoints"), experiment="readme")
+    tc = dataclasses.replace(params.train, tasks=tasks, strategy=strategy, max_minutes=None if iterations else minutes,
+                             iterations=iterations or 100000, storage_dir=str(workdir / "checkpoints"),
+                             experiment="readme")
     p = dataclasses.replace(params, train=tc)
     return fit(p, run_name=f"{name}-{time.strftime('%Y%m%d-%H%M%S')}", progress=True, project=workdir)
 
@@ -103,6 +108,9 @@ def main() -> None:
                     help="sst = single --task sst; single: one task alone; multitask: joint vs single")
     ap.add_argument("--task", default="sst", choices=TASKS, help="the task of the single stage (default: sst)")
     ap.add_argument("--minutes", type=float, default=30.0, help="training time per run (default: %(default)s)")
+    ap.add_argument("--iterations", type=int, default=0,
+                    help="train exactly this many iterations instead of --minutes (single stages; e.g. to compare "
+                         "train.precision=bf16 with fp32 at the same iterations)")
     ap.add_argument("--workdir", default=str(ROOT / "checkpoints" / "readme-experiment"),
                     help="data, runs and MLflow store of the experiment (default: %(default)s, git-ignored)")
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
@@ -132,7 +140,8 @@ def main() -> None:
                               if k in ("lr", "warmup", "token_budget", "weight_decay", "ema_decay", "num_workers")}}
     if args.stage in ("sst", "single"):
         task = "sst" if args.stage == "sst" else args.task
-        out = train_run(params, f"{task}-single", [task], "single_task", args.minutes, workdir)
+        label = f"{task}-single" + ("-bf16" if params.train.precision == "bf16" else "")
+        out = train_run(params, label, [task], "single_task", args.minutes, workdir, args.iterations)
         points = curve(out, task)
         print(f"\n{task} single-task, run {out.run_name} (MLflow {out.mlflow_run_id})")
         print(f"{'iteration':>9} {'minutes':>8} {'headline':>8}")
@@ -142,8 +151,10 @@ def main() -> None:
         if best:
             print(f"best validation headline {best[2]:.1f} at iteration {best[0]} ({best[1]:.1f} min); "
                   f"issue 10 target: {TARGETS[task]}")
-        report.update(task=task, curve=points, run=out.run_name, mlflow_run_id=out.mlflow_run_id)
+        report.update(task=task, curve=points, run=out.run_name, mlflow_run_id=out.mlflow_run_id,
+                      precision=params.train.precision, iterations=args.iterations or None)
         args.stage = "sst" if task == "sst" and args.stage == "sst" else f"single-{task}"
+        args.stage += "-bf16" if params.train.precision == "bf16" else ""
     else:
         single = {t: best_results(train_run(params, f"single-{t}", [t], "single_task", args.minutes, workdir))
                   for t in TASKS}
