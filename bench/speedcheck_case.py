@@ -63,6 +63,8 @@ def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim
     """(info, fn): fn(rows) times one training step -> (seconds, examples, loss) or one greedy decoding of
     exactly `decode_steps` steps -> (seconds, examples, steps); collation is outside the timed region."""
     chosen, recompute = parse_options(options, mode)
+    if chosen == "bf16":
+        precision.limit_kernel_cache()  # as train.precision=bf16 does (train/mqan/precision.py)
     if not default_malloc:
         keep_large_blocks()
     model, vocab = build(itos, generative, seed, head_dim, recompute)

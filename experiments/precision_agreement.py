@@ -56,7 +56,9 @@ def table(rows: list[dict], base: str) -> str:
     lines = [f"| model | iteration | task | precision | examples | headline | identical to {base} | decoding s |",
              "|---|---:|---|---|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {Path(r['model']).parent.name if r['model'].endswith('.pt') else Path(r['model']).name} "
+        path = Path(r["model"])
+        name = path.parent.parent.name if path.parent.name == "best" else path.stem  # the run folder's name
+        lines.append(f"| {name} "
                      f"| {r['iteration']} | {r['task']} | {r['precision']} | {r['examples']} "
                      f"| {r['metric']} {r['value']:.1f} | {r['identical %']:.1f}% | {r['seconds']:.1f} |")
     return "\n".join(lines)

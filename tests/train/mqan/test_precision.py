@@ -3,6 +3,7 @@ unchanged (tests/train/mqan/test_model_reference.py)."""
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 import torch
@@ -90,3 +91,15 @@ def test_bf16_without_bf16_units_says_so_and_runs_fp32(monkeypatch, caplog):
     assert precision.resolve("int8", CPU, "--precision", precision.DECODING) == "int8"
     with pytest.raises(ConfigError, match="int8"):
         precision.resolve("int8", CPU, "train.precision")  # decoding only
+
+
+def test_bf16_on_a_cpu_caps_onednns_kernel_cache_unless_the_environment_sets_it(monkeypatch):
+    monkeypatch.setattr(precision, "bf16_supported", lambda device: True)
+    monkeypatch.delenv(precision.ONEDNN_CACHE, raising=False)
+    assert precision.resolve("fp32", CPU, "train.precision") == "fp32"
+    assert precision.ONEDNN_CACHE not in os.environ  # fp32 leaves oneDNN as it is
+    assert precision.resolve("bf16", CPU, "train.precision") == "bf16"
+    assert os.environ[precision.ONEDNN_CACHE] == str(precision.ONEDNN_CACHE_KERNELS)
+    monkeypatch.setenv(precision.ONEDNN_CACHE, "8")
+    precision.resolve("bf16", CPU, "train.precision")
+    assert os.environ[precision.ONEDNN_CACHE] == "8"  # the user's setting wins

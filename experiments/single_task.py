@@ -1,12 +1,13 @@
-"""bf16 against fp32 in quality (issue 27): one task's single-task recipe trained for exactly --iterations in a
-plain loop (train/recipe.py's `train`, no Ray, --threads threads), so that two precisions can run side by side
-on 2 cores under the same load. Validation is the recipe's own (the training precision, the moving average
+"""One task's single-task recipe trained for exactly --iterations in a plain loop (train/recipe.py's `train`,
+no Ray, --threads threads), so that two settings can run side by side on 2 cores under the same load: bf16
+against fp32 (issue 27), one Table 2 variant against another (`--set model.variant=s2s`), seeds
+(`--set train.seed=2`). Validation is the recipe's own (in the training precision, with the moving average
 when train.ema_decay is set); the best model goes to <out>/best/model.pt and the curve to <out>/curve.json.
 
     # the README's GloVe recipe on SST, fp32 and bf16 at once (one core each), then the comparison
-    for p in fp32 bf16; do .venv/bin/python experiments/precision_quality.py run --task sst --iterations 1200 \\
+    for p in fp32 bf16; do .venv/bin/python experiments/single_task.py run --task sst --iterations 1200 \\
         --val-every 100 --precision $p --overlay infra/params/glove.yaml --out checkpoints/precision/sst-$p & done; wait
-    .venv/bin/python experiments/precision_quality.py compare checkpoints/precision/sst-fp32 \\
+    .venv/bin/python experiments/single_task.py compare checkpoints/precision/sst-fp32 \\
         checkpoints/precision/sst-bf16 --png docs/results/precision_sst.png
 
 Data: experiments/experiment_sst.py's workdir (run it once; it prepares SST, WOZ, QA-SRL and MWSC).
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -32,6 +34,7 @@ def run(args) -> int:
     import experiment_sst as ex
     from deca.config import load_params, parse_overrides
     from deca.metric_logging import MemoryLogger
+    from train.distributed import Distributed
     from train.recipe import local_recipe
 
     class TimedLogger(MemoryLogger):
@@ -45,26 +48,30 @@ def run(args) -> int:
             super().log_metrics(values, step)
             self.minutes[int(step)] = (time.monotonic() - self.start) / 60
 
-    work = Path(args.workdir)
+    work, tasks = Path(args.workdir), args.task.split(",")
     overrides = {"data.processed_dir": str(work / "processed"), "data.vocab_path": str(work / "vocab.txt"),
                  **ex.overlay_overrides(args.overlay), "train.iterations": args.iterations,
                  "train.val_every": args.val_every, "train.log_every": args.val_every, "train.save_every": 0,
-                 "train.strategy": "single_task", "train.precision": args.precision,
+                 "train.strategy": "single_task" if len(tasks) == 1 else "fully_joint",
+                 "train.precision": args.precision,
                  **parse_overrides(args.overrides)}
     params = load_params(ROOT / "params.yaml", overrides=overrides)
     torch.set_num_threads(args.threads)
     logger = TimedLogger()
-    recipe = local_recipe(params, [args.task], logger=logger, run_dir=args.out)
+    recipe = local_recipe(params, tasks, logger=logger, run_dir=args.out,
+                          dist=Distributed(device=torch.device(args.device)))
     logger.start = time.monotonic()
     recipe.train()
-    headline = dict(logger.metrics.get(f"validation/{args.task}/headline", []))
+    headline = dict(logger.metrics.get(f"validation/{tasks[0]}/headline", []))  # the first task's
     loss = dict(logger.metrics.get("train/loss", []))
     tps = dict(logger.metrics.get("train/tokens_per_s", []))
     curve = [{"iteration": it, "minutes": logger.minutes[it], "headline": value, "loss": loss.get(it),
               "tokens_per_s": tps.get(it)} for it, value in sorted(headline.items())]
     record = {"task": args.task, "precision": recipe.precision, "seed": params.train.seed,
+              "variant": params.model.variant,
               "iterations": args.iterations, "threads": args.threads, "overlay": args.overlay,
-              "overrides": args.overrides, "load_end": os.getloadavg(), "curve": curve}
+              "overrides": args.overrides, "load_end": os.getloadavg(),
+              "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "curve": curve}
     (args.out / "curve.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
     best = max(curve, key=lambda p: p["headline"])
     print(f"{args.task} {recipe.precision}: best {best['headline']:.1f} at iteration {best['iteration']} "
@@ -82,13 +89,14 @@ def compare(args) -> int:
     """The Markdown table of the runs (best, and best within the shortest run's minutes) and their curves."""
     runs = [json.loads((Path(d) / "curve.json").read_text(encoding="utf-8")) for d in args.runs]
     shortest = min(r["curve"][-1]["minutes"] for r in runs)
-    print(f"| task | precision | seed | iterations | best headline (iteration, min) | best within {shortest:.1f} min "
-          "| train tokens/s (median) |")
-    print("|---|---|---:|---:|---|---:|---:|")
+    print(f"| task | variant | precision | seed | iterations | best headline (iteration, min) "
+          f"| best within {shortest:.1f} min | train tokens/s (median) |")
+    print("|---|---|---|---:|---:|---|---:|---:|")
     for r in runs:
         best = max(r["curve"], key=lambda p: p["headline"])
         tps = sorted(p["tokens_per_s"] for p in r["curve"] if p["tokens_per_s"])
-        print(f"| {r['task']} | {r['precision']} | {r['seed']} | {r['iterations']} | {best['headline']:.1f} "
+        print(f"| {r['task']} | {r.get('variant', 'mqan')} | {r['precision']} | {r['seed']} | {r['iterations']} "
+              f"| {best['headline']:.1f} "
               f"({best['iteration']}, {best['minutes']:.1f}) | {at_minutes(r['curve'], shortest):.1f} "
               f"| {tps[len(tps) // 2]:,.0f} |")
     if args.png:
@@ -104,12 +112,12 @@ def plot(runs: list[dict], png: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for r in runs:
-        label = f"{r['task']} {r['precision']}"
+        label = f"{r['task']} {r.get('variant', 'mqan')} {r['precision']} seed {r['seed']}"
         its, mins, vals = zip(*[(p["iteration"], p["minutes"], p["headline"]) for p in r["curve"]])
         axes[0].plot(its, vals, marker="o", ms=3, label=label)
         axes[1].plot(mins, vals, marker="o", ms=3, label=label)
     axes[0].set_xlabel("iteration")
-    axes[1].set_xlabel("minutes (both runs side by side, one core each)")
+    axes[1].set_xlabel("minutes (runs side by side, one core each)")
     for ax in axes:
         ax.set_ylabel("validation headline")
         ax.grid(alpha=0.3)
@@ -123,11 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="train one precision")
-    r.add_argument("--task", default="sst")
+    r.add_argument("--task", default="sst", help="a task, or several with commas (then trained fully joint; "
+                   "the curve follows the first one, the best model the sum of their headlines)")
     r.add_argument("--iterations", type=int, required=True)
     r.add_argument("--val-every", type=int, default=100)
     r.add_argument("--precision", default="fp32", choices=("fp32", "bf16"))
     r.add_argument("--threads", type=int, default=1)
+    r.add_argument("--device", default="cpu", help="cpu or cuda (default: %(default)s)")
     r.add_argument("--workdir", default=str(ROOT / "checkpoints" / "readme-experiment"))
     r.add_argument("--overlay", action="append", default=[], metavar="FILE")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Table 2 in miniature (issue 25 item 1): the single-task variants S2S, +SAtt, +CAtt, +QPtr (= MQAN) on SST,
+# MWSC, WOZ and QA-SRL from ../shared/corpora, the same recipe, iterations and seeds for every variant; then
+# the table beside the paper's single-task columns (experiments/table2_report.py).
+#
+#   bash experiments/table2.sh                                  # the whole grid, 2 runs at a time (1 core each)
+#   TASKS="schema sst" SEEDS="123 7" bash experiments/table2.sh   # a part of it
+#   OVERLAY=infra/params/paper.yaml DEVICE=cuda PARALLEL=1 ITERS_SCALE=20 bash experiments/table2.sh   # on a GPU
+#
+# Finished runs (their curve.json) are skipped, so the grid can be stopped and continued. Each run is
+# experiments/single_task.py (train/recipe.py in a plain loop; the README's GloVe recipe by default).
+# Needs experiments/experiment_sst.py's workdir (run that once: it prepares the four tasks).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-checkpoints/table2}
+SEEDS=${SEEDS:-"123 7"}
+TASKS=${TASKS:-"schema sst woz.en srl"}
+VARIANTS=${VARIANTS:-"s2s satt catt qptr"}
+PARALLEL=${PARALLEL:-2}
+OVERLAY=${OVERLAY:-infra/params/glove.yaml}
+DEVICE=${DEVICE:-cpu}
+ITERS_SCALE=${ITERS_SCALE:-1}
+PY=${PY:-.venv/bin/python}
+# Iterations per task: about where the GloVe recipe's MQAN peaked on this machine (docs/results/issue10.md:
+# SST 800, WOZ 1800, MWSC 300, QA-SRL still rising at 3600), so every variant gets the budget MQAN needed.
+declare -A ITERS=([sst]=1200 [schema]=400 [woz.en]=1800 [srl]=2400)
+mkdir -p "$OUT"
+jobs=()
+for seed in $SEEDS; do for task in $TASKS; do for variant in $VARIANTS; do
+  run="$OUT/$task-$variant-s$seed"
+  [ -f "$run/curve.json" ] && continue
+  iters=$(( ${ITERS[$task]:-1000} * ITERS_SCALE ))
+  jobs+=("$PY experiments/single_task.py run --task $task --iterations $iters --val-every $(( iters / 12 )) \
+--overlay $OVERLAY --set model.variant=$variant --set train.seed=$seed --device $DEVICE --out $run > $run.log 2>&1")
+done; done; done
+echo "[$(date -u +%T)] ${#jobs[@]} runs to do, $PARALLEL at a time | $(uptime | sed 's/.*load/load/')"
+printf '%s\n' "${jobs[@]}" | xargs -P "$PARALLEL" -I{} bash -c '{} && echo "[$(date -u +%T)] done: {}" | cut -c1-160'
+"$PY" experiments/table2_report.py "$OUT"
