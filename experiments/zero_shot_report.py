@@ -54,6 +54,17 @@ def second_words(answers: list) -> dict:
             "second word probability": round(statistics.mean(sum(share) for share in seconds), 3)}
 
 
+def show(answer: str) -> str:
+    """An answer with runs of one word folded ("unsupportive x100 supportive"), for the listing."""
+    words, out = answer.split(), []
+    for w in words:
+        if out and out[-1][0] == w:
+            out[-1][1] += 1
+        else:
+            out.append([w, 1])
+    return " ".join(w if n == 1 else f"{w} x{n}" for w, n in out)
+
+
 def score(task: str, rows: list[dict], answers: list) -> dict:
     """EM (eval.api) and the diagnostics, with the five most frequent answers."""
     from eval.api import score_task
@@ -63,7 +74,7 @@ def score(task: str, rows: list[dict], answers: list) -> dict:
     first = sum(t.split()[:1] == [r["answer"]] for r, t in zip(rows, texts))
     one_word = sum(len(t.split()) == 1 for t in texts)
     return {"em": float(em), "first word right": 100 * first / len(rows), "stops": 100 * one_word / len(rows),
-            "top answers": Counter(texts).most_common(5), **second_words(answers)}
+            "top answers": [(show(a), n) for a, n in Counter(texts).most_common(5)], **second_words(answers)}
 
 
 def main(argv: list[str] | None = None) -> int:
