@@ -5,8 +5,7 @@ SST's tokens (the packaged matrix is 77 MB; the subset holds the vector of every
 so the run sees the same inputs), and the pure-Python package revtok. Then, on the GPU machine, in the
 repository root, `bash bench/gpu_check.sh` (it writes its results to $OUT, or to .gpu/out).
 
-    .venv/bin/python experiments/experiment_sst.py sst --minutes 0   # once: the workdir's data (or any run)
-    .venv/bin/python bench/gpu_pack.py                               # then carry .gpu to the GPU machine
+    .venv/bin/python bench/gpu_pack.py     # prepares the workdir's data first if needed; then carry .gpu
 
 Nothing here is committed: `.gpu/` holds copies of ../shared/corpora files.
 """
@@ -58,7 +57,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu")
     args = ap.parse_args()
     if not (args.workdir / "processed" / "sst" / "train").is_dir():
-        ap.error(f"no processed SST in {args.workdir}: run experiments/experiment_sst.py once first")
+        sys.path.insert(0, str(ROOT / "experiments"))
+        from experiment_sst import prepare  # deca prepare + the vocabulary, as the README experiment does
+
+        prepare(args.workdir.resolve())
     shutil.rmtree(args.out, ignore_errors=True)
     for rel in CORPORA:
         (args.out / "corpora" / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ when train.ema_decay is set); the best model goes to <out>/best/model.pt and the
     .venv/bin/python experiments/single_task.py compare checkpoints/precision/sst-fp32 \\
         checkpoints/precision/sst-bf16 --png docs/results/precision_sst.png
 
-Data: experiments/experiment_sst.py's workdir (run it once; it prepares SST, WOZ, QA-SRL and MWSC).
+Data: experiments/experiment_sst.py's workdir (prepared on first use: SST, WOZ, QA-SRL and MWSC).
 """
 from __future__ import annotations
 
@@ -48,7 +48,9 @@ def run(args) -> int:
             super().log_metrics(values, step)
             self.minutes[int(step)] = (time.monotonic() - self.start) / 60
 
-    work, tasks = Path(args.workdir), args.task.split(",")
+    work, tasks = Path(args.workdir).resolve(), args.task.split(",")
+    if not all((work / "processed" / t / "train").is_dir() for t in tasks):
+        ex.prepare(work)  # SST, WOZ, QA-SRL and MWSC from ../shared/corpora, and their vocabulary
     overrides = {"data.processed_dir": str(work / "processed"), "data.vocab_path": str(work / "vocab.txt"),
                  **ex.overlay_overrides(args.overlay), "train.iterations": args.iterations,
                  "train.val_every": args.val_every, "train.log_every": args.val_every, "train.save_every": 0,

@@ -9,7 +9,7 @@
 #
 # Finished runs (their curve.json) are skipped, so the grid can be stopped and continued. Each run is
 # experiments/single_task.py (train/recipe.py in a plain loop; the README's GloVe recipe by default).
-# Needs experiments/experiment_sst.py's workdir (run that once: it prepares the four tasks).
+# Data: experiments/experiment_sst.py's workdir (prepared here once, before the runs start).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-checkpoints/table2}
@@ -25,6 +25,8 @@ PY=${PY:-.venv/bin/python}
 # SST 800, WOZ 1800, MWSC 300, QA-SRL still rising at 3600), so every variant gets the budget MQAN needed.
 declare -A ITERS=([sst]=1200 [schema]=400 [woz.en]=1800 [srl]=2400)
 mkdir -p "$OUT"
+"$PY" -c "import sys; from pathlib import Path; sys.path.insert(0, 'experiments'); import experiment_sst as e; \
+e.prepare(Path('checkpoints/readme-experiment').resolve())"
 jobs=()
 for seed in $SEEDS; do for task in $TASKS; do for variant in $VARIANTS; do
   run="$OUT/$task-$variant-s$seed"
