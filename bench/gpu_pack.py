@@ -61,6 +61,9 @@ def main() -> int:
         from experiment_sst import prepare  # deca prepare + the vocabulary, as the README experiment does
 
         prepare(args.workdir.resolve())
+    absent = [rel for rel in CORPORA if not (args.raw / rel).is_file()]
+    if absent:
+        ap.error(f"{args.raw} lacks {', '.join(absent)}: pass --raw <a mirror of the official corpora>")
     shutil.rmtree(args.out, ignore_errors=True)
     for rel in CORPORA:
         (args.out / "corpora" / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -142,8 +142,9 @@ def step_flops(model, batch, precision: str) -> float:
     counter: matrix products and attention; element-wise work is not counted), for the MFU estimate."""
     from torch.utils.flop_counter import FlopCounterMode
 
+    device = next(model.parameters()).device
     with FlopCounterMode(display=False) as counter:
-        with precisions.autocast(DEVICE, precision):
+        with precisions.autocast(device, precision):
             loss = model(batch)
         loss.backward()
     model.zero_grad(set_to_none=True)

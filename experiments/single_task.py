@@ -33,6 +33,7 @@ def run(args) -> int:
 
     import experiment_sst as ex
     from deca.config import load_params, parse_overrides
+    from deca.io import write_json
     from deca.metric_logging import MemoryLogger
     from train.distributed import Distributed
     from train.recipe import local_recipe
@@ -74,7 +75,7 @@ def run(args) -> int:
               "iterations": args.iterations, "threads": args.threads, "overlay": args.overlay,
               "overrides": args.overrides, "load_end": os.getloadavg(),
               "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "curve": curve}
-    (args.out / "curve.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+    write_json(args.out / "curve.json", record)  # atomic: an interrupted run leaves no half-written curve
     best = max(curve, key=lambda p: p["headline"])
     print(f"{args.task} {recipe.precision}: best {best['headline']:.1f} at iteration {best['iteration']} "
           f"({best['minutes']:.1f} min); curve in {args.out / 'curve.json'}")
@@ -89,6 +90,10 @@ def at_minutes(curve: list[dict], minutes: float) -> float:
 
 def compare(args) -> int:
     """The Markdown table of the runs (best, and best within the shortest run's minutes) and their curves."""
+    missing = [d for d in args.runs if not (Path(d) / "curve.json").is_file()]
+    if missing:
+        raise SystemExit(f"error: no curve.json in {', '.join(missing)}: the run has not finished (rerun it with "
+                         "`experiments/single_task.py run ... --out <folder>`)")
     runs = [json.loads((Path(d) / "curve.json").read_text(encoding="utf-8")) for d in args.runs]
     shortest = min(r["curve"][-1]["minutes"] for r in runs)
     print(f"| task | variant | precision | seed | iterations | best headline (iteration, min) "
@@ -148,7 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("runs", nargs="+")
     c.add_argument("--png", type=Path)
     args = ap.parse_args(argv)
-    return run(args) if args.command == "run" else compare(args)
+    from deca.errors import DecaError
+
+    try:
+        return run(args) if args.command == "run" else compare(args)
+    except DecaError as exc:  # a bad task, key or file: one line, as `deca` prints it
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -98,27 +98,22 @@ def main() -> None:
 
 
 def measure_flops(recipe) -> float:
-    """Matrix-product and attention FLOPs per input token of one training step (PyTorch's FLOP counter over
-    a forward and backward on the next batch; element-wise work is not counted), for the MFU estimate.
-    The batch comes from a copy of the data order and the random state is restored, so the run is unchanged."""
+    """Matrix-product and attention FLOPs per input token of one training step (bench/model.py's `step_flops` on
+    the next batch), for the MFU estimate. The batch comes from a copy of the data order and the random state
+    is restored, so the run is unchanged."""
     import copy
 
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
 
-    from train.mqan import precision
+    sys.path.insert(0, str(ROOT))
+    from bench.model import step_flops
     from train.mqan.batch import collate
 
-    data = copy.deepcopy(recipe.data)
-    rows, tokens = data.next_batch("sst")
-    batch = collate(rows, recipe.vocab, recipe.device)
-    cuda = [recipe.device] if recipe.device.type == "cuda" else []
-    with torch.random.fork_rng(devices=cuda), FlopCounterMode(display=False) as counter:
-        with precision.autocast(recipe.device, recipe.precision):
-            loss = recipe.model(batch)
-        loss.backward()
+    rows, tokens = copy.deepcopy(recipe.data).next_batch("sst")
+    with torch.random.fork_rng(devices=[recipe.device] if recipe.device.type == "cuda" else []):
+        flops = step_flops(recipe.model, collate(rows, recipe.vocab, recipe.device), recipe.precision)
     recipe.optimizer.zero_grad(set_to_none=True)
-    return counter.get_total_flops() / tokens
+    return flops / tokens
 
 
 if __name__ == "__main__":

@@ -114,4 +114,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from deca.errors import DecaError
+
+    try:
+        sys.exit(main())
+    except DecaError as exc:  # a model or data file that does not fit: one line, as `deca` prints it
+        sys.exit(f"error: {exc}")
