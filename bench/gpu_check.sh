@@ -28,7 +28,7 @@ bench=$?
 
 echo "== SST, $MINUTES minutes, bf16, GloVe recipe" | tee "$OUT/sst.log"
 $PY experiments/sst_ablation.py --device "$DEVICE" --minutes "$MINUTES" --every 200 --ema 0.99 \
-  --workdir .gpu/work --overlay infra/params/glove.yaml --set model.word_vectors=.gpu/glove-sst \
+  --workdir .gpu/work --overlay infra/params/glove.yaml --set model.word_vectors=.gpu/glove \
   --set train.precision=bf16 --threads 8 2>&1 | tee -a "$OUT/sst.log"
 sst=$?
 echo "bench exit $bench, sst exit $sst"

@@ -1,17 +1,21 @@
 """Pack what the GPU checks need into `.gpu/` (git-ignored), for a GPU machine that has PyTorch but none of
-this project's other dependencies and no network: the corpora files bench/model.py reads, the processed SST
-and vocabulary of experiments/experiment_sst.py's workdir, the GloVe 6B 50d rows of that vocabulary's and
-SST's tokens (the packaged matrix is 77 MB; the subset holds the vector of every token SST's run looks up,
-so the run sees the same inputs), and the pure-Python package revtok. Then, on the GPU machine, in the
-repository root, `bash bench/gpu_check.sh` (it writes its results to $OUT, or to .gpu/out).
+this project's other dependencies and no network: the corpora files bench/model.py reads, the processed
+--tasks (SST by default) and vocabulary of experiments/experiment_sst.py's workdir, the GloVe 6B 50d rows of
+that vocabulary's and those tasks' tokens (the packaged matrix is 77 MB; the subset holds the vector of every
+token the runs look up, so they see the same inputs), and the pure-Python packages it lacks (revtok, nltk,
+rouge_score). Then, on the GPU
+machine, in the repository root, `bash bench/gpu_check.sh` (it writes its results to $OUT, or to .gpu/out),
+or a grid such as experiments/table2.sh with WORKDIR=.gpu/work SET=model.word_vectors=.gpu/glove.
 
-    .venv/bin/python bench/gpu_pack.py     # prepares the workdir's data first if needed; then carry .gpu
+    .venv/bin/python bench/gpu_pack.py                     # prepares the workdir's data first if needed
+    .venv/bin/python bench/gpu_pack.py --tasks woz.en,srl  # what the Table 2 grid needs; then carry .gpu
 
 Nothing here is committed: `.gpu/` holds copies of ../shared/corpora files.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import shutil
 import sys
 from pathlib import Path
@@ -25,14 +29,17 @@ sys.path.insert(0, str(ROOT))
 
 from train.mqan.vectors import MATRIX, WORDS, open_source  # noqa: E402
 
+# pure-Python packages the runs import that the GPU image lacks (revtok: tokenizing; the last two: ROUGE,
+# which eval/metrics imports; their own needs, absl, six, regex, are in the image)
+SITE = ("revtok", "nltk", "rouge_score")
 CORPORA = ("squad/dev-v1.1.json", "sst/train_binary_sent.csv", "sst/dev_binary_sent.csv")
 
 
-def sst_tokens(work: Path) -> set[str]:
-    """Every token the SST run can look up: the vocabulary's and SST's processed splits'."""
+def task_tokens(work: Path, tasks: list[str]) -> set[str]:
+    """Every token the runs of `tasks` can look up: the vocabulary's and the tasks' processed splits'."""
     tokens = {line.rstrip("\n").strip() for line in (work / "vocab.txt").read_text(encoding="utf-8").splitlines()}
-    for split in ("train", "validation"):
-        table = pq.read_table(work / "processed" / "sst" / split)
+    for task, split in ((t, s) for t in tasks for s in ("train", "validation")):
+        table = pq.read_table(work / "processed" / task / split)
         for column in ("context_tokens", "question_tokens", "answer_tokens"):
             for row in table.column(column).to_pylist():
                 tokens.update(t.strip() for t in row)
@@ -55,8 +62,10 @@ def main() -> int:
     ap.add_argument("--workdir", type=Path, default=ROOT / "checkpoints" / "readme-experiment",
                     help="experiment_sst.py's workdir (processed/ and vocab.txt)")
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu")
+    ap.add_argument("--tasks", default="sst", help="comma-separated workdir tasks to pack (default: %(default)s)")
     args = ap.parse_args()
-    if not (args.workdir / "processed" / "sst" / "train").is_dir():
+    tasks = args.tasks.split(",")
+    if not all((args.workdir / "processed" / t / "train").is_dir() for t in tasks):
         sys.path.insert(0, str(ROOT / "experiments"))
         from experiment_sst import prepare  # deca prepare + the vocabulary, as the README experiment does
 
@@ -68,15 +77,19 @@ def main() -> int:
     for rel in CORPORA:
         (args.out / "corpora" / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(args.raw / rel, args.out / "corpora" / rel)
-    shutil.copytree(args.workdir / "processed" / "sst", args.out / "work" / "processed" / "sst")
+    for task in tasks:
+        if not (args.workdir / "processed" / task).is_dir():
+            ap.error(f"{args.workdir / 'processed'} has no {task!r}: the workdir holds "
+                     f"{', '.join(sorted(p.name for p in (args.workdir / 'processed').iterdir()))}")
+        shutil.copytree(args.workdir / "processed" / task, args.out / "work" / "processed" / task)
     shutil.copy2(args.workdir / "vocab.txt", args.out / "work" / "vocab.txt")
-    n = glove_subset(sst_tokens(args.workdir), args.out / "glove-sst")
-    import revtok
-
-    shutil.copytree(Path(revtok.__file__).parent, args.out / "site" / "revtok",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    n = glove_subset(task_tokens(args.workdir, tasks), args.out / "glove")
+    for name in SITE:
+        module = importlib.import_module(name)
+        shutil.copytree(Path(module.__file__).parent, args.out / "site" / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
-    print(f"{args.out}: corpora files, processed SST, {n:,} GloVe rows, revtok; {size / 2**20:.1f} MiB")
+    print(f"{args.out}: corpora files, processed {', '.join(tasks)}, {n:,} GloVe rows, {', '.join(SITE)}; {size / 2**20:.1f} MiB")
     return 0
 
 

@@ -182,6 +182,8 @@ class CustomTaskConfig:
     description: str = ""
     fields: dict[str, str] = field(default_factory=dict)  # context/question/answer/id -> the record's key
     question: str | None = None  # the question of records that have none (e.g. "Translate from German to English")
+    reader: str = "jsonl"  # jsonl, or a registered task whose reader (file format, casting) reads the files
+    groups: dict[str, list] = field(default_factory=dict)  # split -> [start, stop): a slice of the groups (articles)
 
 
 @dataclass

@@ -8,7 +8,18 @@
         fields: {context: de, answer: en}   # the record's key for context/question/answer/id
         question: Translate from German to English   # for records without a question
 
-Each line of a file is a JSON object with a ``context``, a ``question`` (or the task's ``question``),
+A task can also read files in a registered task's format, cast as that task casts them (``reader: squad``),
+and keep a slice of their groups per split (``groups``; SQuAD's groups are its articles, in file order), e.g.
+Table 3's SQuAD-derived task from the SQuAD development set alone (infra/params/table3.yaml):
+
+    custom_tasks:
+      squad_dev:
+        metric: nf1
+        reader: squad                    # the official SQuAD JSON, cast as the squad task does
+        files: {train: ../shared/corpora/squad/dev-v1.1.json, validation: ../shared/corpora/squad/dev-v1.1.json}
+        groups: {train: [0, 40], validation: [40, 48]}   # articles 0-39 to train on, 40-47 held out
+
+Each line of a (jsonl) file is a JSON object with a ``context``, a ``question`` (or the task's ``question``),
 an ``answer`` (a string, or a list of acceptable answers whose first is the training target) and an
 optional ``id`` (default: the line number). A bad record is a DataError naming the file and line.
 Relative paths are relative to the project directory (where `dvc repro` runs), not to data.raw_dir.
@@ -21,6 +32,7 @@ deca.config.params_from_args, the training driver and its Ray workers (train/dri
 """
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -28,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from deca.errors import ConfigError, DataError
-from deca.registry import SPLITS, Example, Task, all_tasks, set_custom_tasks
+from deca.registry import SPLITS, Example, NoOptions, Task, all_tasks, set_custom_tasks
 from deca.tasks._lines import iter_json_objects
 
 if TYPE_CHECKING:
@@ -91,11 +103,94 @@ def make_task(name: str, cfg: "CustomTaskConfig") -> CustomTask:
     if cfg.metric in NEEDS_GOLD:
         raise ConfigError(f"{where}.metric: {cfg.metric!r} needs a task's own gold structure; "
                           f"use a metric of the answers (em, nf1, bleu, rouge, corpus_f1)")
-    fields = {f: cfg.fields.get(f, f) for f in FIELDS}
-    reader = JsonlReader(name, fields, cfg.question)
+    base = _base_task(name, cfg)
+    reader = JsonlReader(name, {f: cfg.fields.get(f, f) for f in FIELDS}, cfg.question) if base is None \
+        else TaskReader(base.name)
+    if cfg.groups:
+        reader = GroupSlice(name, reader, _group_slices(name, cfg))
     return CustomTask(name=name, description=cfg.description or f"custom task ({', '.join(cfg.files.values())})",
                       metric=cfg.metric, sources=(), splits={s: (p,) for s, p in cfg.files.items()},
-                      read=reader)
+                      read=reader, options=base.options if base else NoOptions, row_hook=base.row_hook if base else None)
+
+
+def _base_task(name: str, cfg: "CustomTaskConfig") -> Task | None:
+    """The registered task whose reader `cfg.reader` names (None for jsonl); a ConfigError says what is wrong."""
+    if cfg.reader == "jsonl":
+        return None
+    where = f"custom_tasks.{name}.reader"
+    base = all_tasks().get(cfg.reader)
+    if base is None or base.group == "custom":
+        close = difflib.get_close_matches(cfg.reader, [n for n, t in all_tasks().items() if t.group != "custom"], 3)
+        raise ConfigError(f"{where}: {cfg.reader!r} is neither jsonl nor a registered task"
+                          + (f"; did you mean {', '.join(close)}?" if close else " (`deca ls` lists them)"))
+    if cfg.fields or cfg.question is not None:
+        raise ConfigError(f"{where}: fields and question apply to jsonl files only; the {cfg.reader} reader "
+                          "casts its own records (remove them)")
+    return base
+
+
+def _group_slices(name: str, cfg: "CustomTaskConfig") -> dict[str, tuple[int, int | None]]:
+    """{split: (start, stop)} from ``groups: {split: [start, stop]}`` (stop null: to the last group); a
+    ConfigError names a bad entry. (A list, not "40:48": YAML 1.1 reads an unquoted 40:48 as the number 2448.)"""
+    slices = {}
+    for split, value in cfg.groups.items():
+        where = f"custom_tasks.{name}.groups.{split}"
+        if split not in cfg.files:
+            raise ConfigError(f"{where}: no such split under custom_tasks.{name}.files ({', '.join(cfg.files)})")
+        ok = (isinstance(value, list) and len(value) == 2 and isinstance(value[0], int)
+              and (value[1] is None or isinstance(value[1], int)) and not any(isinstance(v, bool) for v in value)
+              and value[0] >= 0)
+        if not ok:
+            raise ConfigError(f"{where}: {value!r} is not [start, stop] of the groups in file order, "
+                              "e.g. [0, 40] or [40, null]")
+        start, stop = value
+        if stop is not None and stop <= start:
+            raise ConfigError(f"{where}: {value!r} selects no group (stop <= start)")
+        slices[split] = (start, stop)
+    return slices
+
+
+@dataclass(frozen=True)
+class TaskReader:
+    """Reads a custom task's files with a registered task's reader (picklable: holds the task's name)."""
+
+    task: str
+
+    def __call__(self, split: str, files: Sequence[Path], options: Any) -> Iterator[Example]:
+        from deca.registry import get_task
+
+        for path in files:
+            if not Path(path).is_file():
+                raise DataError(path, f"{split} file not found", fix="create it, or change the custom task's files "
+                                "in params.yaml")
+        return get_task(self.task).read(split, files, options)
+
+
+@dataclass(frozen=True)
+class GroupSlice:
+    """Keeps the examples of a slice of the groups (e.g. SQuAD articles, in the order they first appear)."""
+
+    task: str
+    reader: Any
+    slices: Mapping[str, tuple[int, int | None]]
+
+    def __call__(self, split: str, files: Sequence[Path], options: Any) -> Iterator[Example]:
+        if split not in self.slices:
+            yield from self.reader(split, files, options)
+            return
+        start, stop = self.slices[split]
+        order: dict[str, int] = {}
+        for example in self.reader(split, files, options):
+            if not isinstance(example, Example):
+                yield example  # a Dropped record passes through with its reason
+                continue
+            if example.group is None:
+                raise DataError(files[0], f"custom task {self.task!r}: its reader gives examples no group, so "
+                                          f"custom_tasks.{self.task}.groups cannot split them",
+                                fix="use a reader whose examples have groups (squad: articles), or remove groups")
+            index = order.setdefault(example.group, len(order))
+            if index >= start and (stop is None or index < stop):
+                yield example
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ class Example:
     answer: str
     answers: list[str] | None = None  # every gold answer; defaults to [answer]
     gold: dict[str, Any] | None = None  # what the metric needs beyond the answers (JSON-serializable)
+    group: str | None = None  # the unit examples come in (a SQuAD article), for splits by group; not stored
 
 
 @dataclass

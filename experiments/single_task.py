@@ -15,39 +15,92 @@ Data: experiments/experiment_sst.py's workdir (prepared on first use: SST, WOZ, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import platform
 import resource
+import shutil
+import signal
 import sys
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
+from deca.metric_logging import MemoryLogger  # noqa: E402
+
+
+class TimedLogger(MemoryLogger):
+    """MemoryLogger that also keeps the minutes since training (re)started at each logged step."""
+
+    def __init__(self):
+        super().__init__()
+        self.start, self.minutes, self.first = time.monotonic(), {}, 0
+
+    def restart(self, iteration: int) -> None:
+        self.start, self.first = time.monotonic(), iteration
+
+    def log_metrics(self, values, step):
+        super().log_metrics(values, step)
+        self.minutes[int(step)] = (time.monotonic() - self.start) / 60
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGINT arrived: save the state at the next iteration and end."""
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[Callable]:
+    """Within the block, SIGTERM/SIGINT only set a flag, and the yielded recipe hook raises Stopped once it is
+    set: the run ends between two iterations (never in the middle of one), so its state can be saved."""
+    asked: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: asked.append(signum))
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def hook(recipe) -> None:
+        if asked:
+            raise Stopped(f"signal {asked[0]} at iteration {recipe.iteration}")
+    try:
+        yield hook
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def curve_record(args, params, recipe, logger, earlier: dict | None) -> dict:
+    """The run's record: settings, machine, load and the validation curve (earlier segments' points first)."""
+    task = args.task.split(",")[0]
+    headline = dict(logger.metrics.get(f"validation/{task}/headline", []))  # the first task's
+    loss = dict(logger.metrics.get("train/loss", []))
+    tps = dict(logger.metrics.get("train/tokens_per_s", []))
+    offset = earlier["minutes"] if earlier else 0.0
+    curve = (earlier["curve"] if earlier else []) + [
+        {"iteration": it, "minutes": offset + logger.minutes[it], "headline": value, "loss": loss.get(it),
+         "tokens_per_s": tps.get(it), "device": args.device} for it, value in sorted(headline.items())]
+    segments = (earlier or {}).get("segments", []) + [
+        {"device": args.device, "host": platform.node(), "from_iteration": logger.first, "to_iteration": recipe.iteration}]
+    return {"task": args.task, "precision": recipe.precision, "seed": params.train.seed,
+            "variant": params.model.variant, "iterations": args.iterations, "threads": args.threads,
+            "overlay": args.overlay, "overrides": args.overrides, "load_end": os.getloadavg(),
+            "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "segments": segments,
+            "minutes": offset + (time.monotonic() - logger.start) / 60,
+            "curve": curve}
+
 
 def run(args) -> int:
-    """Train, validating every --val-every iterations; write <out>/curve.json."""
+    """Train, validating every --val-every iterations; write <out>/curve.json. A SIGTERM or SIGINT saves the
+    state in <out>/state (and the curve so far in <out>/curve.partial.json); the same command continues it."""
     import torch
 
     import experiment_sst as ex
     from deca.config import load_params, parse_overrides
     from deca.io import write_json
-    from deca.metric_logging import MemoryLogger
     from train.distributed import Distributed
     from train.recipe import local_recipe
-
-    class TimedLogger(MemoryLogger):
-        """MemoryLogger that also keeps the minutes since training began at each logged step."""
-
-        def __init__(self):
-            super().__init__()
-            self.start, self.minutes = time.monotonic(), {}
-
-        def log_metrics(self, values, step):
-            super().log_metrics(values, step)
-            self.minutes[int(step)] = (time.monotonic() - self.start) / 60
 
     work, tasks = Path(args.workdir).resolve(), args.task.split(",")
     if not all((work / "processed" / t / "train").is_dir() for t in tasks):
@@ -60,26 +113,41 @@ def run(args) -> int:
                  **parse_overrides(args.overrides)}
     params = load_params(ROOT / "params.yaml", overrides=overrides)
     torch.set_num_threads(args.threads)
+    state, partial = args.out / "state", args.out / "curve.partial.json"
+    earlier = json.loads(partial.read_text(encoding="utf-8")) if state.is_dir() and partial.is_file() else None
     logger = TimedLogger()
-    recipe = local_recipe(params, tasks, logger=logger, run_dir=args.out,
-                          dist=Distributed(device=torch.device(args.device)))
-    logger.start = time.monotonic()
-    recipe.train()
-    headline = dict(logger.metrics.get(f"validation/{tasks[0]}/headline", []))  # the first task's
-    loss = dict(logger.metrics.get("train/loss", []))
-    tps = dict(logger.metrics.get("train/tokens_per_s", []))
-    curve = [{"iteration": it, "minutes": logger.minutes[it], "headline": value, "loss": loss.get(it),
-              "tokens_per_s": tps.get(it)} for it, value in sorted(headline.items())]
-    record = {"task": args.task, "precision": recipe.precision, "seed": params.train.seed,
-              "variant": params.model.variant,
-              "iterations": args.iterations, "threads": args.threads, "overlay": args.overlay,
-              "overrides": args.overrides, "load_end": os.getloadavg(),
-              "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "curve": curve}
+    with stop_on_signals() as stop:
+        recipe = local_recipe(params, tasks, logger=logger, run_dir=args.out, hooks=[stop],
+                              dist=Distributed(device=torch.device(args.device)),
+                              checkpoint_dir=state if earlier else None)
+        if earlier:
+            print(f"continuing {args.out} from iteration {recipe.iteration} (its state in {state})")
+        logger.restart(recipe.iteration)
+        try:
+            recipe.train()
+        except Stopped as why:
+            save_state(recipe, state)
+            write_json(partial, curve_record(args, params, recipe, logger, earlier))
+            print(f"stopped by {why}: state in {state}; the same command continues the run")
+            return 3
+    record = curve_record(args, params, recipe, logger, earlier)
     write_json(args.out / "curve.json", record)  # atomic: an interrupted run leaves no half-written curve
-    best = max(curve, key=lambda p: p["headline"])
+    shutil.rmtree(state, ignore_errors=True)
+    partial.unlink(missing_ok=True)
+    best = max(record["curve"], key=lambda p: p["headline"])
     print(f"{args.task} {recipe.precision}: best {best['headline']:.1f} at iteration {best['iteration']} "
           f"({best['minutes']:.1f} min); curve in {args.out / 'curve.json'}")
     return 0
+
+
+def save_state(recipe, state: Path) -> None:
+    """The recipe's resumable state into `state`, replacing an earlier one only once it is complete."""
+    tmp = state.with_name(state.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    recipe.save_state(tmp)
+    shutil.rmtree(state, ignore_errors=True)
+    tmp.rename(state)
 
 
 def at_minutes(curve: list[dict], minutes: float) -> float:

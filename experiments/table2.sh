@@ -6,8 +6,12 @@
 #   bash experiments/table2.sh                                  # the whole grid, 2 runs at a time (1 core each)
 #   TASKS="schema sst" SEEDS="123 7" bash experiments/table2.sh   # a part of it
 #   OVERLAY=infra/params/paper.yaml DEVICE=cuda PARALLEL=1 ITERS_SCALE=20 bash experiments/table2.sh   # on a GPU
+#   # the same miniature grid on a GPU machine that has only PyTorch (bench/gpu_pack.py --tasks woz.en,srl first):
+#   PYTHONPATH=.gpu/site:. PY=python3 WORKDIR=.gpu/work SET=model.word_vectors=.gpu/glove DEVICE=cuda \
+#     PARALLEL=16 TASKS="woz.en srl" bash experiments/table2.sh
 #
-# Finished runs (their curve.json) are skipped, so the grid can be stopped and continued. Each run is
+# Finished runs (their curve.json) are skipped and stopped ones (Ctrl-C or SIGTERM save their state) continue
+# where they stopped, so the grid can be stopped and continued. Each run is
 # experiments/single_task.py (train/recipe.py in a plain loop; the README's GloVe recipe by default).
 # Data: experiments/experiment_sst.py's workdir (prepared here once, before the runs start).
 set -euo pipefail
@@ -21,20 +25,30 @@ OVERLAY=${OVERLAY:-infra/params/glove.yaml}
 DEVICE=${DEVICE:-cpu}
 ITERS_SCALE=${ITERS_SCALE:-1}
 PY=${PY:-.venv/bin/python}
+WORKDIR=${WORKDIR:-checkpoints/readme-experiment}
+SET=${SET:-}   # extra KEY=VALUE overrides for every run, space-separated
+extra=""; for kv in $SET; do extra+=" --set $kv"; done
 # Iterations per task: about where the GloVe recipe's MQAN peaked on this machine (docs/results/issue10.md:
 # SST 800, WOZ 1800, MWSC 300, QA-SRL still rising at 3600), so every variant gets the budget MQAN needed.
 declare -A ITERS=([sst]=1200 [schema]=400 [woz.en]=1800 [srl]=2400)
 mkdir -p "$OUT"
-"$PY" -c "import sys; from pathlib import Path; sys.path.insert(0, 'experiments'); import experiment_sst as e; \
-e.prepare(Path('checkpoints/readme-experiment').resolve())"
+for task in $TASKS; do
+  [ -d "$WORKDIR/processed/$task/train" ] && continue
+  "$PY" -c "import sys; from pathlib import Path; sys.path.insert(0, 'experiments'); import experiment_sst as e; \
+e.prepare(Path('$WORKDIR').resolve())"
+  break
+done
 jobs=()
 for seed in $SEEDS; do for task in $TASKS; do for variant in $VARIANTS; do
   run="$OUT/$task-$variant-s$seed"
   [ -f "$run/curve.json" ] && continue
   iters=$(( ${ITERS[$task]:-1000} * ITERS_SCALE ))
   jobs+=("$PY experiments/single_task.py run --task $task --iterations $iters --val-every $(( iters / 12 )) \
---overlay $OVERLAY --set model.variant=$variant --set train.seed=$seed --device $DEVICE --out $run > $run.log 2>&1")
+--overlay $OVERLAY --set model.variant=$variant --set train.seed=$seed$extra --device $DEVICE --workdir $WORKDIR \
+--out $run >> $run.log 2>&1")
 done; done; done
 echo "[$(date -u +%T)] ${#jobs[@]} runs to do, $PARALLEL at a time | $(uptime | sed 's/.*load/load/')"
-printf '%s\n' "${jobs[@]}" | xargs -P "$PARALLEL" -I{} bash -c '{} && echo "[$(date -u +%T)] done: {}" | cut -c1-160'
+# a failed run is reported (its log says why) and the others go on; the table shows what finished
+printf '%s\n' "${jobs[@]}" | xargs -P "$PARALLEL" -I{} bash -c \
+  '{} && s=done || s="FAILED (see its .log)"; echo "[$(date -u +%T)] $s: {}" | cut -c1-200'
 "$PY" experiments/table2_report.py "$OUT"

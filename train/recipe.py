@@ -335,13 +335,14 @@ class TrainingRecipe:
 
 
 def local_recipe(params: Params, tasks: Sequence[str] | None = None, logger: MetricLogger | None = None,
-                 **kwargs: Any) -> TrainingRecipe:
-    """A set-up recipe in this process, without Ray (benchmarks, experiments, tests); declares the params'
-    custom tasks, as `deca train` does."""
+                 checkpoint_dir: str | Path | None = None, **kwargs: Any) -> TrainingRecipe:
+    """A set-up recipe in this process, without Ray (benchmarks, experiments, tests), continued from
+    `checkpoint_dir` when given (a `save_state` directory); declares the params' custom tasks, as `deca train`
+    does."""
     from deca.custom_tasks import declare
     from deca.registry import resolve_tasks
 
     declare(params)
     recipe = TrainingRecipe(params, tasks or resolve_tasks(params.train.tasks), logger=logger or MemoryLogger(),
                             **kwargs)
-    return recipe.setup()
+    return recipe.setup(checkpoint_dir)

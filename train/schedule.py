@@ -17,7 +17,8 @@ Presets (paper Table 3 / Appendix F); the first phase lasts ``phase_iterations``
   anti_curriculum_squad                SQuAD alone first (the paper's best)
   anti_curriculum_squad_iwslt_cnn      SQuAD, IWSLT, CNN/DM first
   anti_curriculum_squad_iwslt_cnn_mnli SQuAD, IWSLT, CNN/DM, MNLI first
-  custom                               the phases given in params.train.phases
+  custom                               the phases given in params.train.phases (a phase without
+                                       `iterations` lasts phase_iterations)
 Phase tasks that are not among the training tasks are left out (a phase left empty is skipped).
 """
 from __future__ import annotations
@@ -148,11 +149,12 @@ def build_schedule(strategy: str, tasks: Sequence[str], *, phase_iterations: int
             log.warning("strategy %s: first phase reduced to the trained tasks %s", strategy, first)
         return Schedule([Phase(strategy, tuple(first), phase_iterations, {}), final])
     if strategy == "custom":
-        return Schedule([*(_custom_phase(i, spec, tasks) for i, spec in enumerate(phases)), final])
+        return Schedule([*(_custom_phase(i, spec, tasks, phase_iterations) for i, spec in enumerate(phases)), final])
     raise ConfigError(f"train.strategy: unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
 
 
-def _custom_phase(i: int, spec: Mapping[str, Any], tasks: Sequence[str]) -> Phase:
+def _custom_phase(i: int, spec: Mapping[str, Any], tasks: Sequence[str], default_iterations: int) -> Phase:
+    """One phase of train.phases; a phase without `iterations` lasts train.phase_iterations."""
     where = f"train.phases[{i}]"
     allowed = {"name", "tasks", "iterations", "batches_per_task"}
     if not isinstance(spec, Mapping) or set(spec) - allowed:
@@ -163,7 +165,7 @@ def _custom_phase(i: int, spec: Mapping[str, Any], tasks: Sequence[str]) -> Phas
     missing = [t for t in names if t not in tasks]
     if missing:
         raise ConfigError(f"{where}.tasks: {missing} are not in train.tasks ({list(tasks)})")
-    n = spec.get("iterations")
+    n = spec.get("iterations", default_iterations)
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
         raise ConfigError(f"{where}.iterations: expected a positive integer, got {n!r}")
     bpt = dict(spec.get("batches_per_task") or {})

@@ -4,7 +4,8 @@ Source: the official ``{train,dev}-v1.1.json`` (``{"data": [{"title", "paragraph
 "qas": [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}``). Cast as decaNLP does
 (reference §1): context = the paragraph, question = the question with whitespace normalized,
 answer = the first gold answer's text, answers = every gold answer's text (for nF1). Ids are the
-SQuAD question ids. No test split (the official test set is hidden).
+SQuAD question ids; an example's group is its article's title (a custom task can split articles:
+deca/custom_tasks.py). No test split (the official test set is hidden).
 
 The paper excludes SQuAD training examples whose context is longer than 400 tokens: the option
 ``max_train_context_tokens`` (default 400, ``null`` keeps all) drops them from the training split
@@ -63,7 +64,7 @@ def read(split: str, files: Sequence[Path], options) -> Iterator[Example]:
                 if not texts:
                     raise _malformed(path, f"data[{a}].paragraphs[{p}].qas[{q}] (id {qid})", "no gold answer")
                 yield Example(id=qid, context=context, question=" ".join(question.split()), answer=texts[0],
-                              answers=texts)
+                              answers=texts, group=str(article.get("title", a)))
 
 
 def row_hook(row: dict, split: str, options: SquadOptions) -> dict | Dropped:

@@ -76,6 +76,15 @@ def test_custom_phases_from_config():
     assert "warm [0-1]: b" in s.describe()
 
 
+def test_a_custom_phase_without_iterations_lasts_phase_iterations():
+    """infra/params/table3.yaml's anti-curriculum: one phase length for it and the curriculum preset."""
+    cfg = TrainConfig(strategy="custom", tasks=["a", "b"], phase_iterations=3, iterations=10,
+                      phases=[{"name": "a_first", "tasks": ["a"]}])
+    s = from_config(cfg, ["a", "b"])
+    assert tasks_of(s, 0, 5) == ["a", "a", "a", "a", "b"]
+    assert "a_first [0-2]: a" in s.describe()
+
+
 @pytest.mark.parametrize("phases, match", [
     ([{"tasks": ["z"], "iterations": 2}], "not in train.tasks"),
     ([{"tasks": ["a"], "iterations": 0}], "positive integer"),

@@ -1,0 +1,73 @@
+"""experiments/single_task.py: a run stopped by SIGTERM saves its state, and the same command continues it
+to the same curve as a run that was never stopped."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.train.conftest import build_processed
+
+sys.path.insert(0, str(ROOT / "experiments"))
+import single_task  # noqa: E402
+
+TINY = ["model.dimension=16", "model.ff_hidden=16", "model.heads=2", "model.transformer_layers=1",
+        "model.rnn_layers=1", "model.embedding_dim=16", "model.word_vectors=null", "model.max_generative_vocab=200",
+        "model.max_answer_length=8", "train.token_budget=400", "train.lr=0.01", "train.warmup=2",
+        "train.max_val_examples=4", "train.val_batch_size=4", "train.seed=3"]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("single-task")
+    _, _, tasks = build_processed(root)
+    if "sst" not in tasks:
+        pytest.skip("the sst fixture corpus is missing")
+    return root
+
+
+def command(workdir, out) -> list[str]:
+    args = ["run", "--task", "sst", "--iterations", "6", "--val-every", "2", "--workdir", str(workdir),
+            "--out", str(out)]
+    for kv in TINY:
+        args += ["--set", kv]
+    return args
+
+
+def test_a_stopped_run_continues_to_the_same_curve(workdir, tmp_path, monkeypatch):
+    from train.recipe import TrainingRecipe
+
+    assert single_task.main(command(workdir, tmp_path / "whole")) == 0
+    whole = json.loads((tmp_path / "whole" / "curve.json").read_text())
+
+    step, sent = TrainingRecipe.train_step, []
+
+    def step_then_sigterm(self):
+        out = step(self)
+        if self.iteration == 3 and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)  # as `timeout` or a scheduler would send it
+        return out
+
+    monkeypatch.setattr(TrainingRecipe, "train_step", step_then_sigterm)
+    handler = signal.getsignal(signal.SIGTERM)
+    assert single_task.main(command(workdir, tmp_path / "split")) == 3
+    assert signal.getsignal(signal.SIGTERM) is handler  # the run gives the handlers back
+    assert (tmp_path / "split" / "state").is_dir() and not (tmp_path / "split" / "curve.json").exists()
+    partial = json.loads((tmp_path / "split" / "curve.partial.json").read_text())
+    assert [p["iteration"] for p in partial["curve"]] == [2]
+
+    monkeypatch.setattr(TrainingRecipe, "train_step", step)
+    assert single_task.main(command(workdir, tmp_path / "split")) == 0
+    split = json.loads((tmp_path / "split" / "curve.json").read_text())
+    assert [(s["from_iteration"], s["to_iteration"]) for s in split["segments"]] == [(0, 3), (3, 6)]
+    assert [p["iteration"] for p in split["curve"]] == [2, 4, 6]
+    assert [p["headline"] for p in split["curve"]] == [p["headline"] for p in whole["curve"]]
+    # the mean training loss of iterations 5-6: the same weights, data order and dropout as the whole run's
+    # (at 4 the continued run's window holds iteration 4 alone)
+    assert split["curve"][-1]["loss"] == pytest.approx(whole["curve"][-1]["loss"], rel=1e-5)
+    assert not (tmp_path / "split" / "state").exists() and not (tmp_path / "split" / "curve.partial.json").exists()
