@@ -148,9 +148,23 @@ def read_runs(workdir: Path) -> dict[str, dict]:
         strategy, seed = name[len("table3-"):].rsplit("-s", 1)
         curves = {t: sorted((m.step, m.value) for m in client.get_metric_history(r.info.run_id, f"validation/{t}/headline"))
                   for t in TASKS}
+        phases = [r.data.tags[k] for k in sorted(k for k in r.data.tags if k.startswith("phase."))]
+        record = workdir / "runs" / f"{name}.json"
         runs[name] = {"strategy": strategy, "seed": int(seed), "run_id": r.info.run_id, "curves": curves,
-                      "scores": {t: c[-1][1] for t, c in curves.items() if c}}
+                      "scores": {t: c[-1][1] for t, c in curves.items() if c}, "phases": phases,
+                      "record": json.loads(record.read_text(encoding="utf-8")) if record.is_file() else {}}
     return runs
+
+
+def runs_table(runs: dict[str, dict]) -> list[str]:
+    """One line per run: its phases (MLflow tags), iterations, minutes and the machine's load around it."""
+    lines = ["| run | MLflow run | phases (MLflow tags) | minutes | load average before / after |", "|---|---|---|---:|---|"]
+    for name, r in runs.items():
+        rec = r["record"]
+        load = (f"{rec['load_before'][0]:.1f} / {rec['load_after'][0]:.1f}" if rec else "-")
+        minutes = f"{rec['minutes']:.1f}" if rec else "-"
+        lines.append(f"| {name} | {r['run_id'][:8]} | {'; '.join(r['phases'])} | {minutes} | {load} |")
+    return lines
 
 
 def spread(values: list[float]) -> tuple[float, float | None]:
@@ -231,7 +245,7 @@ def plot(runs: dict[str, dict], png: Path) -> None:
 def report(args) -> int:
     workdir = Path(args.workdir).resolve()
     runs = read_runs(workdir)
-    lines = table(runs)
+    lines = table(runs) + [""] + runs_table(runs)
     print("\n".join(lines))
     if args.md:
         Path(args.md).write_text("\n".join(lines) + "\n", encoding="utf-8")
