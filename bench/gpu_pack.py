@@ -89,7 +89,8 @@ def main() -> int:
         shutil.copytree(Path(module.__file__).parent, args.out / "site" / name,
                         ignore=shutil.ignore_patterns("__pycache__"))
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
-    print(f"{args.out}: corpora files, processed {', '.join(tasks)}, {n:,} GloVe rows, {', '.join(SITE)}; {size / 2**20:.1f} MiB")
+    print(f"{args.out}: corpora files, processed {', '.join(tasks)}, {n:,} GloVe rows, {', '.join(SITE)}; "
+          f"{size / 2**20:.1f} MiB")
     return 0
 
 

@@ -110,7 +110,8 @@ def make_task(name: str, cfg: "CustomTaskConfig") -> CustomTask:
         reader = GroupSlice(name, reader, _group_slices(name, cfg))
     return CustomTask(name=name, description=cfg.description or f"custom task ({', '.join(cfg.files.values())})",
                       metric=cfg.metric, sources=(), splits={s: (p,) for s, p in cfg.files.items()},
-                      read=reader, options=base.options if base else NoOptions, row_hook=base.row_hook if base else None)
+                      read=reader, options=base.options if base else NoOptions,
+                      row_hook=base.row_hook if base else None)
 
 
 def _base_task(name: str, cfg: "CustomTaskConfig") -> Task | None:

@@ -82,7 +82,8 @@ def curve_record(args, params, recipe, logger, earlier: dict | None) -> dict:
         {"iteration": it, "minutes": offset + logger.minutes[it], "headline": value, "loss": loss.get(it),
          "tokens_per_s": tps.get(it), "device": args.device} for it, value in sorted(headline.items())]
     segments = (earlier or {}).get("segments", []) + [
-        {"device": args.device, "host": platform.node(), "from_iteration": logger.first, "to_iteration": recipe.iteration}]
+        {"device": args.device, "host": platform.node(), "from_iteration": logger.first,
+         "to_iteration": recipe.iteration}]
     return {"task": args.task, "precision": recipe.precision, "seed": params.train.seed,
             "variant": params.model.variant, "iterations": args.iterations, "threads": args.threads,
             "overlay": args.overlay, "overrides": args.overrides, "load_end": os.getloadavg(),

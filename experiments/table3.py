@@ -56,8 +56,8 @@ def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Pa
     merged = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for path in (OVERLAYS[0], *overlays, OVERLAYS[1]):  # the grid's tasks and budget stay; --set changes them
         merged = merge(merged, load_overlay(ROOT / path))
-    merged = merge(merged, {"data": {"processed_dir": str(workdir / "processed"), "vocab_path": str(workdir / "vocab.txt"),
-                                     "tasks": list(merged["train"]["tasks"])},
+    merged = merge(merged, {"data": {"processed_dir": str(workdir / "processed"),
+                                     "vocab_path": str(workdir / "vocab.txt"), "tasks": list(merged["train"]["tasks"])},
                             "train": {"storage_dir": str(workdir / "checkpoints"), "experiment": "table3"}})
     for key, value in parse_overrides(overrides).items():
         node = merged
@@ -146,7 +146,8 @@ def read_runs(workdir: Path) -> dict[str, dict]:
         if r.info.status != "FINISHED" or not name.startswith("table3-"):
             continue
         strategy, seed = name[len("table3-"):].rsplit("-s", 1)
-        curves = {t: sorted((m.step, m.value) for m in client.get_metric_history(r.info.run_id, f"validation/{t}/headline"))
+        curves = {t: sorted((m.step, m.value)
+                            for m in client.get_metric_history(r.info.run_id, f"validation/{t}/headline"))
                   for t in TASKS}
         phases = [r.data.tags[k] for k in sorted(k for k in r.data.tags if k.startswith("phase."))]
         record = workdir / "runs" / f"{name}.json"
@@ -158,7 +159,8 @@ def read_runs(workdir: Path) -> dict[str, dict]:
 
 def runs_table(runs: dict[str, dict]) -> list[str]:
     """One line per run: its phases (MLflow tags), iterations, minutes and the machine's load around it."""
-    lines = ["| run | MLflow run | phases (MLflow tags) | minutes | load average before / after |", "|---|---|---|---:|---|"]
+    lines = ["| run | MLflow run | phases (MLflow tags) | minutes | load average before / after |",
+             "|---|---|---|---:|---|"]
     for name, r in runs.items():
         rec = r["record"]
         load = (f"{rec['load_before'][0]:.1f} / {rec['load_after'][0]:.1f}" if rec else "-")
