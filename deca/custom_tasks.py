@@ -181,6 +181,7 @@ class GroupSlice:
             return
         start, stop = self.slices[split]
         order: dict[str, int] = {}
+        kept = 0
         for example in self.reader(split, files, options):
             if not isinstance(example, Example):
                 yield example  # a Dropped record passes through with its reason
@@ -191,7 +192,12 @@ class GroupSlice:
                                 fix="use a reader whose examples have groups (squad: articles), or remove groups")
             index = order.setdefault(example.group, len(order))
             if index >= start and (stop is None or index < stop):
+                kept += 1
                 yield example
+        if not kept:
+            raise DataError(files[0], f"custom_tasks.{self.task}.groups.{split} = [{start}, {stop}] selects no "
+                                      f"example: the file has {len(order)} groups",
+                            fix=f"choose a slice within [0, {len(order)}]")
 
 
 @dataclass(frozen=True)

@@ -143,12 +143,15 @@ def run(args) -> int:
 
 def save_state(recipe, state: Path) -> None:
     """The recipe's resumable state into `state`, replacing an earlier one only once it is complete."""
-    tmp = state.with_name(state.name + ".tmp")
+    tmp, old = state.with_name(state.name + ".tmp"), state.with_name(state.name + ".old")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     recipe.save_state(tmp)
-    shutil.rmtree(state, ignore_errors=True)
+    if state.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        state.rename(old)  # moved aside, not deleted, until the new state is in place
     tmp.rename(state)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def at_minutes(curve: list[dict], minutes: float) -> float:

@@ -41,18 +41,25 @@ def stats(values: list[float]) -> tuple[float, float | None]:
     return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else None
 
 
+def judge(change: float, paper: float, sds: list[float | None]) -> str:
+    """The verdict on a change of means against the paper's change (the rule of this module's docstring;
+    experiments/table3.py uses it too): `sds` are the standard deviations of the two sides compared."""
+    if any(sd is None for sd in sds):
+        return "one seed"
+    spread = max(sds)
+    if abs(change) <= spread:
+        return f"within the seed spread ({spread:.1f})"
+    return "reproduced" if change * paper > 0 else "opposite"
+
+
 def verdict(best, task: str, variant: str) -> str:
     before = VARIANTS[VARIANTS.index(variant) - 1]
     if not best.get((task, variant)) or not best.get((task, before)):
         return "not run"
     (m1, s1), (m0, s0) = stats(best[(task, variant)]), stats(best[(task, before)])
     change, paper = m1 - m0, PAPER[task][VARIANTS.index(variant)] - PAPER[task][VARIANTS.index(before)]
-    if s1 is None or s0 is None:
-        return f"{change:+.1f} (paper {paper:+.1f}); one seed"
-    spread = max(s0, s1)
-    if abs(change) <= spread:
-        return f"{change:+.1f} (paper {paper:+.1f}): within the seed spread ({spread:.1f})"
-    return f"{change:+.1f} (paper {paper:+.1f}): " + ("reproduced" if change * paper > 0 else "opposite")
+    said = judge(change, paper, [s0, s1])
+    return f"{change:+.1f} (paper {paper:+.1f})" + ("; " if said == "one seed" else ": ") + said
 
 
 def table(best) -> list[str]:

@@ -5,7 +5,7 @@ table puts the strategies side by side with the paper's Table 3 and says whether
 
     .venv/bin/python experiments/table3.py run                  # 3 strategies x seeds 123 and 7, 2 at a time
     .venv/bin/python experiments/table3.py run --strategies anti_curriculum --seeds 11
-    .venv/bin/python experiments/table3.py report --md docs/results/table3.md
+    .venv/bin/python experiments/table3.py report --png docs/results/table3.png   # the table of finished runs
     deca compare --mlflow table3 --paper --tracking-uri sqlite:///checkpoints/table3/mlflow.db \\
         --params checkpoints/table3/params.yaml                 # the same runs beside the paper's rows
 
@@ -35,17 +35,22 @@ SHARED = ROOT.parent / "shared" / "corpora"
 sys.path.insert(0, str(ROOT))
 
 from deca.io import write_json  # noqa: E402
+from deca.registry import DECANLP  # noqa: E402
+from eval.compare import PAPER_TABLE3  # noqa: E402
 from infra.overlay import load_overlay, merge  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "experiments"))
+from table2_report import judge  # noqa: E402  (the same verdict rule as Table 2's)
 
 OVERLAYS = ("infra/params/glove.yaml", "infra/params/table3.yaml")
 # The miniature's strategies -> train.strategy ("custom" runs infra/params/table3.yaml's train.phases:
 # the SQuAD-derived task alone, then fully joint).
 STRATEGIES = {"fully_joint": "fully_joint", "anti_curriculum": "custom", "curriculum": "curriculum"}
-# McCann et al. (2018), Table 3 (eval/compare.py's PAPER_TABLE3), on the five tasks here (SQuAD for squad_dev).
-PAPER = {"fully_joint": {"squad_dev": 70.8, "sst": 86.2, "srl": 75.8, "woz.en": 80.6, "schema": 48.8},
-         "anti_curriculum": {"squad_dev": 74.3, "sst": 86.4, "srl": 77.6, "woz.en": 84.1, "schema": 48.4},
-         "curriculum": {"squad_dev": 43.4, "sst": 84.5, "srl": 70.6, "woz.en": 81.9, "schema": 41.5}}
 TASKS = ("squad_dev", "sst", "srl", "woz.en", "schema")
+# The paper's Table 3 rows (eval/compare.py) of these strategies, on the five tasks here (SQuAD for squad_dev).
+PAPER = {ours: {t: PAPER_TABLE3[row][0][DECANLP.index("squad" if t == "squad_dev" else t)] for t in TASKS}
+         for ours, row in (("fully_joint", "fully_joint"), ("anti_curriculum", "anti_curriculum_squad"),
+                           ("curriculum", "curriculum"))}
 
 
 def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Path:
@@ -65,10 +70,15 @@ def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Pa
         for name in parents:
             node = node.setdefault(name, {})
         node[leaf] = value
-    path = workdir / "params.yaml"
+    path, tmp = workdir / "params.yaml", workdir / "params.yaml.tmp"
     workdir.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
-    load_params(path)
+    tmp.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
+    try:
+        load_params(tmp)  # a bad --set or overlay fails here and leaves the params of earlier runs as they were
+    except Exception:
+        tmp.unlink()
+        raise
+    tmp.replace(path)
     return path
 
 
@@ -133,9 +143,13 @@ def run(args) -> int:
 
 
 def read_runs(workdir: Path) -> dict[str, dict]:
-    """{run name: {"strategy", "seed", "scores": {task: last validation headline}, "best": {...}}} from MLflow."""
+    """{run name: {"strategy", "seed", "run_id", "curves", "scores": {task: last validation headline}, "phases",
+    "record"}} of the finished runs in <workdir>/mlflow.db."""
     from mlflow import MlflowClient
 
+    if not (workdir / "mlflow.db").is_file():
+        raise SystemExit(f"error: no {workdir / 'mlflow.db'}: run `table3.py run` first "
+                         "(or pass the --workdir it used)")
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir / 'mlflow.db'}")
     exp = client.get_experiment_by_name("table3")
     if exp is None:
@@ -178,16 +192,6 @@ def show(values: list[float]) -> str:
     return f"{mean:.1f}" + (f" ± {sd:.1f}" if sd is not None else "")
 
 
-def verdict(change: float, sds: list[float | None], paper: float) -> str:
-    """As experiments/table2_report.py: reproduced / opposite when the change exceeds the seed spread."""
-    spread_ = max((s for s in sds if s is not None), default=None)
-    if spread_ is None:
-        return "one seed"
-    if abs(change) <= spread_:
-        return f"within the seed spread ({spread_:.1f})"
-    return "reproduced" if (change > 0) == (paper > 0) else "opposite"
-
-
 def table(runs: dict[str, dict]) -> list[str]:
     """The Markdown table (mean ± sd over seeds of the last validation round) and the verdicts."""
     by = {s: [r for r in runs.values() if r["strategy"] == s] for s in STRATEGIES}
@@ -215,7 +219,7 @@ def table(runs: dict[str, dict]) -> list[str]:
                  else PAPER[s][task] - PAPER["fully_joint"][task])
         change = spread(values[s][task])[0] - spread(values["fully_joint"][task])[0]
         sds = [spread(values[s][task])[1], spread(values["fully_joint"][task])[1]]
-        lines.append(f"| {text} | {paper:+.1f} | {change:+.1f} | {verdict(change, sds, paper)} |")
+        lines.append(f"| {text} | {paper:+.1f} | {change:+.1f} | {judge(change, paper, sds)} |")
     return lines
 
 
@@ -277,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         return run(args) if args.command == "run" else report(args)
     except DecaError as exc:
         raise SystemExit(f"error: {exc}") from None
+    except subprocess.CalledProcessError as exc:  # deca prepare: its own message is printed above
+        raise SystemExit(f"error: `{' '.join(exc.cmd[2:])}` failed (exit {exc.returncode}); see its message above") \
+            from None
 
 
 if __name__ == "__main__":

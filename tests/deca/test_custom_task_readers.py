@@ -128,3 +128,10 @@ def test_table3_params_load(tmp_path):
     params = load_params(path)
     assert params.train.iterations == 100 and params.train.tasks[0] == "squad_dev"
     assert params.custom_tasks["squad_dev"].reader == "squad"
+
+
+def test_a_slice_past_the_last_group_names_the_file_and_the_count(tmp_path):
+    path = squad_file(tmp_path, {"alpha": 1, "beta": 1})
+    task = declared(reader="squad", files={"validation": str(path)}, groups={"validation": [5, 9]})
+    with pytest.raises(DataError, match=r"selects no example: the file has 2 groups"):
+        read(task, "validation")
