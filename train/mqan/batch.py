@@ -20,12 +20,13 @@ candidates that the question pointer copies).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Sequence
 
 import torch
 
 from deca.text import tokenize
+from train.mqan.packing import Packing
 from train.mqan.vocab import EOS, EOS_ID, INIT_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
 
 CONTEXT_SPECIAL = tuple(tokenize("Context:"))
@@ -40,9 +41,18 @@ class Sequences:
     mask: torch.Tensor  # [B, L] bool, True at real tokens
     lengths: torch.Tensor  # [B] long, on the CPU
     droppable: torch.Tensor  # [B, L] bool, True at context tokens (word dropout may hide them)
+    _packings: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def to(self, device) -> "Sequences":
-        return Sequences(self.ext.to(device), self.mask.to(device), self.lengths, self.droppable.to(device))
+    def to(self, device, non_blocking: bool = False) -> "Sequences":
+        return Sequences(self.ext.to(device, non_blocking=non_blocking), self.mask.to(device, non_blocking=non_blocking),
+                         self.lengths, self.droppable.to(device, non_blocking=non_blocking))
+
+    def packing(self, device) -> Packing:
+        """How the BiLSTMs pack this field on `device` (computed once; every BiLSTM over the field reuses it)."""
+        key = str(device)
+        if key not in self._packings:
+            self._packings[key] = Packing.of(self.lengths, self.ext.shape[1], device)
+        return self._packings[key]
 
 
 @dataclass
@@ -55,6 +65,7 @@ class Batch:
     answer_inputs: torch.Tensor  # [B, T] long, extended ids: <init> a1 .. an, then PAD_ID
     answer_targets: torch.Tensor  # [B, T] long, extended ids: a1 .. an <eos>, then PAD_ID
     answer_mask: torch.Tensor  # [B, T] bool
+    answer_index: torch.Tensor  # [N] positions of the real targets in the flattened [B * T] (made on the CPU)
     oov_tokens: list[str]  # extended id generative_size + k  <->  oov_tokens[k]
     generative_size: int
     ids: list[Any]  # example ids
@@ -71,12 +82,17 @@ class Batch:
         return self.generative_size + len(self.oov_tokens)
 
     def to(self, device) -> "Batch":
-        """A copy on `device` (lengths stay on the CPU)."""
+        """A copy on `device` (lengths stay on the CPU); to a GPU from pinned memory, without blocking the host."""
+        device = torch.device(device)
+        cuda = device.type == "cuda"
         moved = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if isinstance(v, (torch.Tensor, Sequences)):
-                moved[f.name] = v.to(device)
+            if isinstance(v, Sequences):
+                v = Sequences(*(t.pin_memory() if cuda else t for t in (v.ext, v.mask, v.lengths, v.droppable)))
+                moved[f.name] = v.to(device, non_blocking=cuda)
+            elif isinstance(v, torch.Tensor):
+                moved[f.name] = (v.pin_memory() if cuda and v.device.type == "cpu" else v).to(device, non_blocking=cuda)
         return replace(self, **moved)
 
     def ext_to_tokens(self, ext: Sequence[int], vocab: Vocab, stop_at_eos: bool = True) -> list[str]:
@@ -159,6 +175,7 @@ def collate(rows: list[dict], vocab: Vocab, device=None) -> Batch:
     batch = Batch(
         context=seqs["context"], question=seqs["question"], context_question=seqs["context_question"],
         answer_inputs=_pad(ans_in, PAD_ID).long(), answer_targets=targets, answer_mask=answer_mask,
+        answer_index=answer_mask.flatten().nonzero()[:, 0],
         oov_tokens=list(oov), generative_size=gen,
         ids=[row.get("id") for row in rows], tasks=[row.get("task") for row in rows],
         answer_tokens=int(answer_len.sum()),

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from train.mqan import syncs
 from train.mqan.vectors import VectorSource
 from train.mqan.vocab import SPECIALS, UNK_ID
 
@@ -101,11 +102,18 @@ class Featurizer:
 
 
 def _gather(gen: torch.Tensor, oov: torch.Tensor | None, ids: torch.Tensor) -> torch.Tensor:
-    """Rows of the virtual table [gen ; oov] at `ids` ([U]) without concatenating the tables."""
+    """Rows of the virtual table [gen ; oov] at `ids` ([U]) without concatenating the tables.
+
+    On a GPU both tables are read and the rows chosen with `where`: the same rows, without the host
+    synchronisation that `all()` and boolean indexing cost there."""
     V = gen.shape[0]
-    is_gen = ids < V
-    if oov is None or bool(is_gen.all()):
+    if oov is None:
         return gen[ids.clamp(max=V - 1)]
+    is_gen = ids < V
+    if syncs.avoid(ids):
+        return torch.where(is_gen[:, None], gen[ids.clamp(max=V - 1)], oov[(ids - V).clamp(0, oov.shape[0] - 1)])
+    if bool(is_gen.all()):
+        return gen[ids]
     out = gen.new_empty(ids.shape[0], gen.shape[1])
     out[is_gen] = gen[ids[is_gen]]
     out[~is_gen] = oov[ids[~is_gen] - V]
@@ -167,6 +175,9 @@ class InputEmbedding(nn.Module):
         return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
 
     def forward(self, ids: torch.Tensor, extra: dict[str, torch.Tensor]) -> torch.Tensor:
-        """ids [B, L] extended ids -> [B, L, dim]; each distinct id is featurized once."""
+        """ids [B, L] extended ids -> [B, L, dim]. On the CPU each distinct id is featurized once; on a GPU
+        every position is (`unique` would wait for the device to learn how many ids there are)."""
+        if syncs.avoid(ids):
+            return self.features(ids.reshape(-1), extra).view(*ids.shape, self.dim)
         uniq, inverse = torch.unique(ids, return_inverse=True)
         return self.features(uniq, extra)[inverse]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
 from deca.config import ModelConfig
 from train.mqan.batch import Sequences
+from train.mqan.packing import Packing
 
 
 class BiLSTM(nn.Module):
@@ -22,6 +22,7 @@ class BiLSTM(nn.Module):
 
     Dropout on the input (paper App. D: "dropout on inputs to LSTMs"). Output [B, L, d_out] (zeros
     at padding) and the final (h, c), each [layers, B, d_out] (forward and backward concatenated).
+    A batch whose rows all have length L runs unpacked (train/mqan/packing.py): the same result.
     """
 
     def __init__(self, d_in: int, d_out: int, layers: int = 1, dropout: float = 0.0):
@@ -32,11 +33,17 @@ class BiLSTM(nn.Module):
         self.rnn = nn.LSTM(d_in, d_out // 2, num_layers=layers, bidirectional=True, batch_first=True,
                            dropout=dropout if layers > 1 else 0.0)
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor):
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | Packing):
+        """x [B, L, d_in]; `lengths` [B] (CPU) or their `Packing` (computed once per batch field)."""
         B, L, _ = x.shape
-        packed = pack_padded_sequence(self.drop(x), lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, (h, c) = self.rnn(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=L)  # [B, L, d_out]
+        packing = lengths if isinstance(lengths, Packing) else Packing.of(lengths, L, x.device)
+        if packing.equal:
+            out, (h, c) = self.rnn(self.drop(x))  # [B, L, d_out]
+        else:
+            rnn = self.rnn  # the zero initial state given, not read from batch_sizes[0] (.item())
+            h0 = x.new_zeros(rnn.num_layers * 2, B, rnn.hidden_size)
+            packed, (h, c) = rnn(packing.pack(self.drop(x)), (h0, h0))
+            out = packing.unpack(packed)  # [B, L, d_out]
 
         def merge(s):  # [layers*2, B, d/2] -> [layers, B, d]
             return s.view(-1, 2, B, s.shape[-1]).transpose(1, 2).reshape(-1, B, 2 * s.shape[-1])
@@ -290,8 +297,8 @@ class Arm(nn.Module):
         return self._forward(x, seq)
 
     def _forward(self, x: torch.Tensor, seq: Sequences):
-        x, _ = self.compress(x, seq.lengths)  # [B, L, d] C_com
+        x, _ = self.compress(x, seq.packing(x.device))  # [B, L, d] C_com
         x = self.drop(x)
         for layer in self.layers:
             x = layer(x, seq.mask)  # C_self
-        return self.final(x, seq.lengths)  # C_fin [B, L, d], final (h, c)
+        return self.final(x, seq.packing(x.device))  # C_fin [B, L, d], final (h, c)

@@ -41,7 +41,7 @@ from torch import nn
 
 from deca.config import ModelConfig
 from deca.text import detokenize
-from train.mqan import mixture
+from train.mqan import mixture, static_decode, syncs
 from train.mqan.batch import Batch, Sequences
 from train.mqan.inputs import Featurizer, InputEmbedding
 from train.mqan.layers import (Arm, BiLSTM, Coattention, DecoderLayer, DecoderLSTM, KVCache, PointerAttention,
@@ -98,6 +98,7 @@ class TeacherForced:
     enc: Encoded
     targets: torch.Tensor  # [B, T] extended ids
     mask: torch.Tensor  # [B, T] real positions
+    index: torch.Tensor  # [N] the real positions in the flattened [B * T], in row-major order
     steps: Attended  # leading shape [B, T]
 
 
@@ -176,14 +177,14 @@ class MQAN(nn.Module):
         if not arch.split:
             s = batch.context_question
             proj = self.enc_proj(self._embed_input(s, feats))  # [B, L, d]
-            x, state = self.encode_ind(proj, s.lengths)
+            x, state = self.encode_ind(proj, s.packing(proj.device))
             if arch.self_attention:
                 x, state = self.context_arm(torch.cat([proj, x], -1), s)
             return Encoded(x, s.mask, s.ext, None, None, None, state, feats)
         c, q = batch.context, batch.question
         c_proj, q_proj = self.enc_proj(self._embed_input(c, feats)), self.enc_proj(self._embed_input(q, feats))
-        c_ind, _ = self.encode_ind(c_proj, c.lengths)
-        q_ind, _ = self.encode_ind(q_proj, q.lengths)
+        c_ind, _ = self.encode_ind(c_proj, c.packing(c_proj.device))
+        q_ind, _ = self.encode_ind(q_proj, q.packing(q_proj.device))
         q_sum, c_coa, c_sum, q_coa = self.coattention(c_ind, q_ind, c.mask, q.mask)
         c_fin, state = self.context_arm(torch.cat([c_proj, c_ind, q_sum, c_coa], -1), c)  # Eq. 20
         if not arch.question_pointer:
@@ -233,10 +234,11 @@ class MQAN(nn.Module):
                         mask: torch.Tensor | None = None) -> TeacherForced:
         """Run the decoder on the gold answer, or on `targets` (extended ids [B, T]; `mask` [B, T] marks the
         real positions, by default those that are not PAD_ID)."""
-        if targets is None:
-            inputs, targets, mask = batch.answer_inputs, batch.answer_targets, batch.answer_mask
+        if targets is None:  # the gold answers: their real positions were found on the CPU (no device sync)
+            inputs, targets, mask, index = batch.answer_inputs, batch.answer_targets, batch.answer_mask, batch.answer_index
         else:
             mask = targets != PAD_ID if mask is None else mask
+            index = mask.flatten().nonzero()[:, 0]
             init = torch.full_like(targets[:, :1], INIT_ID)
             inputs = torch.cat([init, targets[:, :-1]], 1)
         enc = self.encode(batch)
@@ -250,21 +252,27 @@ class MQAN(nn.Module):
         steps = Attended(x, torch.stack(hs, 1), torch.stack(ctxs, 1), torch.stack(log_acs, 1))  # [B, T, ...]
         if self.arch.question_pointer:  # every step at once: q~_t and a^Q_t depend on h_t only
             steps.question, steps.log_question = self.question_attn(steps.h, enc.question, enc.question_mask)
-        return TeacherForced(enc, targets, mask, steps)
+        return TeacherForced(enc, targets, mask, index, steps)
 
     def _select(self, tf: TeacherForced) -> MixtureInputs:
-        """The real answer positions of a teacher-forced run (its mask) -> the inputs of the mixture functions."""
-        enc, mask, s = tf.enc, tf.mask, tf.steps
-        b = mask.nonzero()[:, 0]  # example of each selected position, [N]
-        rows = Attended(s.x[mask], s.h[mask], s.context[mask], s.log_context[mask],
-                        None if s.question is None else s.question[mask],
-                        None if s.log_question is None else s.log_question[mask])
-        pointers = mixture.Pointers(wide(rows.log_context), enc.context_ext[b],
+        """The real answer positions of a teacher-forced run (its index) -> the inputs of the mixture functions.
+
+        Rows are picked with `index_select` on the precomputed index: the same rows, in the same order, as
+        boolean-mask indexing, without the host synchronisation that a data-dependent size costs on a GPU."""
+        enc, idx, s = tf.enc, tf.index, tf.steps
+        b = torch.div(idx, tf.mask.shape[1], rounding_mode="floor")  # example of each selected position, [N]
+
+        def pick(t):  # [B, T, ...] -> [N, ...]
+            return None if t is None else t.flatten(0, 1).index_select(0, idx)
+
+        rows = Attended(pick(s.x), pick(s.h), pick(s.context), pick(s.log_context), pick(s.question),
+                        pick(s.log_question))
+        pointers = mixture.Pointers(wide(rows.log_context), enc.context_ext.index_select(0, b),
                                     None if rows.log_question is None else wide(rows.log_question),
-                                    None if rows.log_question is None else enc.question_ext[b])
+                                    None if rows.log_question is None else enc.question_ext.index_select(0, b))
         switches = self._switches(rows)  # before W_v's dropout: the order in which dropout draws its masks
         feats = self.drop(rows.context)  # [N, d]: the input of W_v (Eq. 11) at the real answer positions only
-        return MixtureInputs(feats, switches, pointers, tf.targets[mask])
+        return MixtureInputs(feats, switches, pointers, pick(tf.targets))
 
     def _target_log_probs(self, tf: TeacherForced) -> torch.Tensor:
         """[N] log p of the targets at the real answer positions (Eq. 13)."""
@@ -300,19 +308,34 @@ class MQAN(nn.Module):
     # ---- greedy decoding --------------------------------------------------------------------------------
     @torch.no_grad()
     def greedy(self, batch: Batch, max_len: int | None = None, incremental: bool = True,
-               explain: bool = False) -> GreedyOutput:
+               explain: bool = False, cuda_graphs: bool = False) -> GreedyOutput:
         """Batched greedy decoding (eval mode) until every answer has <eos> or `max_len` steps.
 
         `incremental=False` recomputes the self-attentive decoder over the whole prefix (and the keys/
         values of C_fin) at every step, as the original did: same outputs, for benchmarks and tests.
         `explain` also returns each chosen token's probability from each source (`contributions`).
+        `cuda_graphs` decodes with static shapes (train/mqan/static_decode.py), one step captured as a CUDA
+        graph and replayed on a GPU (run eagerly on a CPU); not with `explain` or `incremental=False`.
         """
         was_training = self.training
         self.eval()
+        max_len = max_len or self.cfg.max_answer_length
         try:
-            return self._greedy(batch, max_len or self.cfg.max_answer_length, incremental, explain)
+            if cuda_graphs and incremental and not explain:
+                return self._greedy_static(batch, max_len)
+            return self._greedy(batch, max_len, incremental, explain)
         finally:
             self.train(was_training)
+
+    def _greedy_static(self, batch: Batch, max_len: int) -> GreedyOutput:
+        enc = self.encode(batch)
+        st, steps = static_decode.run(self, enc, max_len, graphs=True)
+        live = ~st.finished[:, :steps]
+        ids_t = st.ids[:, :steps].masked_fill(~live, PAD_ID)
+        tokens = [batch.ext_to_tokens(row, self.vocab) for row in ids_t.tolist()]
+        return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t,
+                            st.log_probs[:, :steps].masked_fill(~live, 0.0),
+                            st.weights[:, :steps].masked_fill(~live[..., None], 0.0), live.sum(1))
 
     def _greedy(self, batch: Batch, max_len: int, incremental: bool, explain: bool = False) -> GreedyOutput:
         enc = self.encode(batch)
@@ -326,6 +349,7 @@ class MQAN(nn.Module):
         question_ids = enc.question_ext if self.arch.question_pointer else None
         candidates = mixture.Candidates.of(enc.context_ext, question_ids)
         done = torch.zeros(B, dtype=torch.bool, device=prev.device)
+        check = syncs.check_every(prev.device)
         ids, lps, weights, finished, parts = [], [], [], [], []
         for t in range(max_len):
             if incremental or not self.arch.self_attention:
@@ -346,17 +370,20 @@ class MQAN(nn.Module):
             lps.append(lp)
             weights.append(w)
             done |= y == EOS_ID
-            if bool(done.all()):
+            if (t + 1) % check == 0 and bool(done.all()):  # a host synchronisation: on a GPU every `check` steps
                 break
             prev = y[:, None]
             if not incremental:
                 prefix = torch.cat([prefix, prev], 1)
         live = ~torch.stack(finished, 1)  # [B, S] steps up to and including <eos>
-        ids_t = torch.stack(ids, 1).masked_fill(~live, PAD_ID)
-        lp_t = torch.stack(lps, 1).masked_fill(~live, 0.0)
-        w_t = torch.stack(weights, 1).masked_fill(~live[..., None], 0.0)
+        if check > 1:  # steps after every answer ended: all finished, dropped
+            live = live[:, : int(live.any(0).sum())]
+        S = live.shape[1]
+        ids_t = torch.stack(ids, 1)[:, :S].masked_fill(~live, PAD_ID)
+        lp_t = torch.stack(lps, 1)[:, :S].masked_fill(~live, 0.0)
+        w_t = torch.stack(weights, 1)[:, :S].masked_fill(~live[..., None], 0.0)
         tokens = [batch.ext_to_tokens(row, self.vocab) for row in ids_t.tolist()]
-        c_t = torch.stack(parts, 1).masked_fill(~live[..., None], 0.0) if explain else None
+        c_t = torch.stack(parts, 1)[:, :S].masked_fill(~live[..., None], 0.0) if explain else None
         return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t, lp_t, w_t, live.sum(1), c_t)
 
 

@@ -1,0 +1,70 @@
+"""Padded batches in and out of cuDNN's packed layout, with one gather and one scatter.
+
+`torch.nn.utils.rnn.pack_padded_sequence` and `pad_packed_sequence` do the same job but cost the GPU
+dearly: the sort order moves to the device with a blocking copy (a host synchronisation), packing
+concatenates one slice per time step and unpacking launches one copy per time step (a few hundred small
+kernels for a SQuAD context, forward and backward, for each of the encoder's BiLSTMs). `Packing` computes,
+on the CPU and once per batch field, where each packed element sits in the flattened [B * L] padded
+batch; the packed data is then one `index_select` and the padded output one `index_copy`. The index
+tensors travel to the GPU from pinned memory without blocking the host.
+
+The packed order is exactly `pack_padded_sequence`'s (rows sorted by `torch.sort(lengths, descending=True)`,
+time-major), so the LSTM sees the same data and gives the same results.
+
+When every row of a batch has the same length (length-bucketed batches, train.bucketing: exact) nothing is
+packed: the LSTM runs on the padded tensor as it is, which is also what lets cuDNN pick its persistent
+kernels for small hidden sizes (packed input always gets the standard algorithm).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.nn.utils.rnn import PackedSequence
+
+
+def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A CPU tensor on `device`; to a GPU from pinned memory, so the host does not wait for the copy."""
+    if device.type != "cuda":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)
+
+
+@dataclass(frozen=True)
+class Packing:
+    """Where the real positions of a right-padded batch [B, L, ...] go in the packed layout."""
+
+    batch: int  # B
+    width: int  # L
+    equal: bool  # every row is L long: run the LSTM on the padded tensor, nothing to pack
+    index: torch.Tensor | None  # [N] position in the flattened [B * L] of each packed element, on the device
+    batch_sizes: torch.Tensor | None  # [L'] rows still running at each time step (CPU, as PackedSequence wants)
+    sorted_indices: torch.Tensor | None  # [B] rows by descending length, on the device
+    unsorted_indices: torch.Tensor | None  # [B] its inverse, on the device
+
+    @classmethod
+    def of(cls, lengths: torch.Tensor, width: int, device: torch.device | str = "cpu") -> "Packing":
+        """The packing of rows of `lengths` (a CPU tensor, each in 1..width) padded to `width`."""
+        device = torch.device(device)
+        lengths = lengths.cpu().long()
+        B = len(lengths)
+        if bool((lengths == width).all()):
+            return cls(B, width, True, None, None, None, None)
+        sorted_lengths, order = torch.sort(lengths, descending=True)  # as pack_padded_sequence sorts
+        t = torch.arange(int(sorted_lengths[0]))
+        valid = t[:, None] < sorted_lengths[None, :]  # [L', B] time-major, rows in sorted order
+        index = (order[None, :] * width + t[:, None])[valid]  # [N]
+        unsorted = torch.empty_like(order).scatter_(0, order, torch.arange(B))
+        return cls(B, width, False, to_device(index, device), valid.sum(1), to_device(order, device),
+                   to_device(unsorted, device))
+
+    def pack(self, x: torch.Tensor) -> PackedSequence:
+        """x [B, L, D] -> the PackedSequence of its real positions."""
+        data = x.reshape(self.batch * self.width, x.shape[-1]).index_select(0, self.index)
+        return PackedSequence(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+
+    def unpack(self, packed: PackedSequence) -> torch.Tensor:
+        """The packed output -> [B, L, H], zeros at padding."""
+        data = packed.data
+        out = data.new_zeros(self.batch * self.width, data.shape[-1]).index_copy(0, self.index, data)
+        return out.view(self.batch, self.width, data.shape[-1])
