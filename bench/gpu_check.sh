@@ -1,35 +1,63 @@
 #!/usr/bin/env bash
-# The GPU checks of the fast path (issue 27), as one script for a GPU machine with PyTorch and no network:
-#   1. bench/model.py --device cuda: fp32 and bf16 rows (training steps on SQuAD- and SST-shaped batches at
-#      the paper's token budget, greedy decoding 256 x 50 steps), with peak GPU memory, TFLOP/s and MFU;
-#   2. a 5-minute single-task SST run with the README's GloVe recipe in bf16 (experiments/sst_ablation.py),
-#      with its validation EM, tokens/s, peak GPU memory and MFU every --every iterations.
-# Prepare on the development machine with `.venv/bin/python bench/gpu_pack.py` (fills .gpu/), carry .gpu, then
-#   bash bench/gpu_check.sh                     # results in $OUT (or .gpu/out): bench.txt, sst.log, env.txt
-# DEVICE=cpu MINUTES=0.2 STEPS=1 bash bench/gpu_check.sh   runs the same script briefly on a CPU.
+# The GPU checks of issue 35, as one script for a GPU machine with PyTorch and no network. Each stage writes its
+# own file to $OUT (at most 8 files come back), runs under a time limit, and later stages run even if one fails:
+#   1. tests.txt     the exactness and synchronisation tests on the GPU (packing, static/graphed greedy decoding,
+#                    set_sync_debug_mode over a training step and decoding steps)
+#   2. profile.txt   bench/gpu_profile.py: per phase the step time, kernels, launches, host synchronisations, busy
+#      profile.json  time and floor, in fp32 and bf16, with the CUDA-graph switch off and on
+#   3. speedcheck.txt, speedcheck_results.jsonl, speedcheck_summary.md
+#                    ../shared/speedcheck with DEVICE=cuda: the original MQAN and this project side by side on the
+#                    same batches, fp32, then greedy decoding with --proj-opt cuda_graphs=1
+#   4. train.txt     short SST training runs (bf16, GloVe recipe) with train.bucketing budget / exact, if time is left
+# Prepare here with `.venv/bin/python bench/gpu_pack.py` (fills the git-ignored .gpu/), carry .gpu, then on the
+# GPU machine `bash bench/gpu_check.sh`. Rehearse here: DEVICE=cpu ROUNDS=1 STEPS=1 MINUTES=0.1 bash bench/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-.gpu/out}
 DEVICE=${DEVICE:-cuda}
-MINUTES=${MINUTES:-5}
-STEPS=${STEPS:-20}
+ROUNDS=${ROUNDS:-2}
+STEPS=${STEPS:-10}
+MINUTES=${MINUTES:-0.75}
+BUDGET_S=${BUDGET_S:-540}   # stop starting stages after this many seconds
 PY=${PYTHON:-python3}
+START=$SECONDS
 mkdir -p "$OUT"
-export PYTHONPATH=".gpu/site:.${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD/.gpu/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+left() { echo $((BUDGET_S - (SECONDS - START))); }
+stage() {  # stage NAME FILE SECONDS COMMAND...: run with a limit (at most what is left), log to FILE
+  local name=$1 file=$2 limit=$3; shift 3
+  local l; l=$(left)
+  if [ "$l" -lt 20 ]; then echo "== $name: skipped, ${l}s left" | tee -a "$file"; return 1; fi
+  [ "$limit" -gt "$l" ] && limit=$l
+  echo "== $name (limit ${limit}s, $(date -u +%T))" | tee -a "$file"
+  timeout "$limit" "$@" >>"$file" 2>&1
+  local rc=$?
+  echo "== $name: exit $rc after $((SECONDS - START))s" | tee -a "$file"
+  tail -4 "$file"
+  return $rc
+}
 {
   date -u; nproc; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
+  git log -1 --format='commit %H %s' 2>/dev/null; uptime
 } 2>&1 | tee "$OUT/env.txt"
 
-echo "== bench/model.py --device $DEVICE" | tee "$OUT/bench.txt"
-$PY bench/model.py --device "$DEVICE" --configs fp32,bf16 --raw .gpu/corpora --steps "$STEPS" --warmup 3 \
-  --threads 8 2>&1 | tee -a "$OUT/bench.txt"
-bench=$?
+stage tests "$OUT/tests.txt" 150 $PY -m pytest -q -p no:cacheprovider -o addopts= tests/train/mqan/test_syncs.py \
+  tests/train/mqan/test_static_decode.py tests/train/mqan/test_packing.py
 
-echo "== SST, $MINUTES minutes, bf16, GloVe recipe" | tee "$OUT/sst.log"
-$PY experiments/sst_ablation.py --device "$DEVICE" --minutes "$MINUTES" --every 200 --ema 0.99 \
-  --workdir .gpu/work --overlay infra/params/glove.yaml --set model.word_vectors=.gpu/glove \
-  --set train.precision=bf16 --threads 8 2>&1 | tee -a "$OUT/sst.log"
-sst=$?
-echo "bench exit $bench, sst exit $sst"
-exit $((bench || sst))
+stage profile "$OUT/profile.txt" 200 $PY bench/gpu_profile.py --device "$DEVICE" --raw .gpu/corpora --steps "$STEPS" \
+  --warmup 3 --configs fp32,fp32+graphs,bf16,bf16+graphs --json "$OUT/profile.json"
+
+export WORK=$PWD/.gpu/speedcheck_work PY DEVICE SKIP_BENCH=1 INTERLEAVED=0 ROUNDS RESULTS=$OUT/speedcheck_results.jsonl
+stage "speedcheck fp32" "$OUT/speedcheck.txt" 300 env VARIANT=fp32 bash .gpu/speedcheck/run_all.sh
+stage "speedcheck cuda graphs" "$OUT/speedcheck.txt" 200 env VARIANT=cuda_graphs CASES="decode:squad decode:sst" \
+  PROJ_ARGS="--proj-opt cuda_graphs=1" bash .gpu/speedcheck/run_all.sh
+[ -f "$WORK/summary.md" ] && cp "$WORK/summary.md" "$OUT/speedcheck_summary.md"
+
+for bucketing in budget exact; do
+  stage "SST $MINUTES min, bucketing $bucketing" "$OUT/train.txt" 120 $PY experiments/sst_ablation.py --device "$DEVICE" \
+    --minutes "$MINUTES" --every 200 --ema 0.99 --workdir .gpu/work --overlay infra/params/glove.yaml \
+    --set model.word_vectors=.gpu/glove --set train.precision=bf16 --set train.bucketing=$bucketing \
+    --set train.cuda_graphs=true --threads 8
+done
+echo "done after $((SECONDS - START))s"

@@ -2,8 +2,8 @@
 this project's other dependencies and no network: the corpora files bench/model.py reads, the processed
 --tasks (SST by default) and vocabulary of experiments/experiment_sst.py's workdir, the GloVe 6B 50d rows of
 that vocabulary's and those tasks' tokens (the packaged matrix is 77 MB; the subset holds the vector of every
-token the runs look up, so they see the same inputs), and the pure-Python packages it lacks (revtok, nltk,
-rouge_score). Then, on the GPU
+token the runs look up, so they see the same inputs), the pure-Python packages it lacks (revtok, nltk,
+rouge_score), and the side-by-side harness ../shared/speedcheck with its batches built here. Then, on the GPU
 machine, in the repository root, `bash bench/gpu_check.sh` (it writes its results to $OUT, or to .gpu/out),
 or a grid such as experiments/table2.sh with WORKDIR=.gpu/work SET=model.word_vectors=.gpu/glove.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -56,12 +57,26 @@ def glove_subset(tokens: set[str], out: Path) -> int:
     return len(words)
 
 
+def pack_speedcheck(harness: Path, out: Path, raw: Path) -> None:
+    """The side-by-side harness (../shared/speedcheck, with the original's model files) and its batches, built
+    here once (its make_batches.py reads the corpora mirror, which does not travel): .gpu/speedcheck/."""
+    if not (harness / "run_all.sh").is_file():
+        raise SystemExit(f"error: {harness} has no run_all.sh: pass --speedcheck <the harness folder>")
+    shutil.copytree(harness, out / "speedcheck", ignore=shutil.ignore_patterns("__pycache__"))
+    work = out / "speedcheck_work"
+    work.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, str(harness / "make_batches.py"), "--project", str(ROOT), "--raw", str(raw),
+                    "--out", str(work / "batches.pkl")], check=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--raw", type=Path, default=ROOT.parent / "shared" / "corpora", help="the corpora mirror")
     ap.add_argument("--workdir", type=Path, default=ROOT / "checkpoints" / "readme-experiment",
                     help="experiment_sst.py's workdir (processed/ and vocab.txt)")
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu")
+    ap.add_argument("--speedcheck", type=Path, default=ROOT.parent / "shared" / "speedcheck",
+                    help="the side-by-side harness with the original MQAN (default: %(default)s)")
     ap.add_argument("--tasks", default="sst", help="comma-separated workdir tasks to pack (default: %(default)s)")
     args = ap.parse_args()
     tasks = args.tasks.split(",")
@@ -88,9 +103,10 @@ def main() -> int:
         module = importlib.import_module(name)
         shutil.copytree(Path(module.__file__).parent, args.out / "site" / name,
                         ignore=shutil.ignore_patterns("__pycache__"))
+    pack_speedcheck(args.speedcheck, args.out, args.raw)
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
-    print(f"{args.out}: corpora files, processed {', '.join(tasks)}, {n:,} GloVe rows, {', '.join(SITE)}; "
-          f"{size / 2**20:.1f} MiB")
+    print(f"{args.out}: corpora files, processed {', '.join(tasks)}, {n:,} GloVe rows, {', '.join(SITE)}, "
+          f"the side-by-side harness and its batches; {size / 2**20:.1f} MiB")
     return 0
 
 

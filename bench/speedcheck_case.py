@@ -3,7 +3,9 @@ this project's MQAN for one case as bench/model.py does, in any configuration th
 `--proj-opt KEY=VALUE`, and returns the function the harness times.
 
 Options: `precision=fp32|bf16|int8` (int8: decoding only; train/mqan/precision.py), `recompute_encoder=0|1`
-(model.recompute_encoder: the encoder arms rerun in the backward pass, memory for time). There is no compile
+(model.recompute_encoder: the encoder arms rerun in the backward pass, memory for time), `cuda_graphs=0|1`
+(greedy decoding with one step captured as a CUDA graph, train/mqan/static_decode.py), and `device` (the
+harness passes `--device`: the model and each batch on it, a synchronize before each time is read). There is no compile
 option: torch.compile of MQAN was measured and left out (docs/results/speed.md: on 2 CPU cores the first
 training step took 157 s to compile and every new batch shape recompiled, 83 s; graph breaks at
 pack_padded_sequence, nonzero and unique, which token-budget batches cannot avoid).
@@ -25,25 +27,31 @@ from train.mqan.model import build_model, count_parameters
 from train.mqan.vectors import VectorSource
 from train.mqan.vocab import EOS_ID, Vocab
 
-KNOWN = "precision=fp32|bf16|int8, recompute_encoder=0|1"
+KNOWN = "precision=fp32|bf16|int8, recompute_encoder=0|1, cuda_graphs=0|1, device=cpu|cuda[:N]"
 
 
-def parse_options(options: dict | None, mode: str) -> tuple[str, bool]:
-    """(precision, recompute_encoder) from the harness's `--proj-opt` strings; SystemExit names an unknown
-    option or value."""
+def parse_options(options: dict | None, mode: str) -> tuple[str, bool, bool, torch.device]:
+    """(precision, recompute_encoder, cuda_graphs, device) from the harness's `--proj-opt` strings and its
+    `device`; SystemExit names an unknown option or value, or a device that is not there."""
     opts = dict(options or {})
     chosen = opts.pop("precision", "fp32")
-    recompute = opts.pop("recompute_encoder", "0")
+    flags = {k: opts.pop(k, "0") for k in ("recompute_encoder", "cuda_graphs")}
+    device = torch.device(opts.pop("device", "cpu"))
     if opts:
         raise SystemExit(f"unknown --proj-opt {', '.join(sorted(opts))}; known: {KNOWN}")
-    if recompute not in ("0", "1"):
-        raise SystemExit(f"--proj-opt recompute_encoder={recompute}: choose 0 or 1")
+    for key, value in flags.items():
+        if value not in ("0", "1"):
+            raise SystemExit(f"--proj-opt {key}={value}: choose 0 or 1")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"device {device}: PyTorch sees no CUDA device here")
+    if chosen == "int8" and device.type != "cpu":
+        raise SystemExit("--proj-opt precision=int8 is a CPU option (fbgemm); on a GPU choose fp32 or bf16")
     choices = precision.DECODING if mode == "decode" else precision.TRAINING
     try:
         precision.check(chosen, "--proj-opt precision", choices)
     except Exception as exc:  # a ConfigError: the harness shows SystemExit's text
         raise SystemExit(str(exc)) from None
-    return chosen, recompute == "1"
+    return chosen, flags["recompute_encoder"] == "1", flags["cuda_graphs"] == "1", device
 
 
 def build(itos: list[str], generative: int, seed: int, head_dim: int | None, recompute: bool = False):
@@ -61,28 +69,31 @@ def build(itos: list[str], generative: int, seed: int, head_dim: int | None, rec
 
 def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim, default_malloc, options):
     """(info, fn): fn(rows) times one training step -> (seconds, examples, loss) or one greedy decoding of
-    exactly `decode_steps` steps -> (seconds, examples, steps); collation is outside the timed region."""
-    chosen, recompute = parse_options(options, mode)
-    if chosen == "bf16":
+    exactly `decode_steps` steps -> (seconds, examples, steps); collation and the copy to the device are
+    outside the timed region, which ends with a device synchronize."""
+    chosen, recompute, graphs, device = parse_options(options, mode)
+    if chosen == "bf16" and device.type == "cpu":
         precision.limit_kernel_cache()  # as train.precision=bf16 does (train/mqan/precision.py)
     if not default_malloc:
         keep_large_blocks()
     model, vocab = build(itos, generative, seed, head_dim, recompute)
-    cpu = torch.device("cpu")
+    model.to(device)
     info = {"trainable_params": count_parameters(model), "heads": model.cfg.heads,
             "head_dim": head_dim or model.cfg.dimension, "precision": chosen, "recompute_encoder": recompute,
-            "bf16_units": precision.bf16_supported(cpu)}
+            "cuda_graphs": graphs, "device": str(device), "bf16_units": precision.bf16_supported(device)}
     if mode == "train":
-        return info, train_step_fn(model, vocab, chosen)
+        return info, train_step_fn(model, vocab, chosen, device)
     with torch.no_grad():
         model.out.bias[EOS_ID] = -1e4  # every decoding runs all steps
     decoder = precision.quantized(model) if chosen == "int8" else model
 
     def decode(rows):
-        b = collate(rows, vocab)
+        b = collate(rows, vocab, device)
+        sync(device)
         t0 = time.perf_counter()
-        with torch.inference_mode(), precision.autocast(cpu, chosen):
-            out = decoder.greedy(b, max_len=decode_steps, incremental=True)
+        with torch.inference_mode(), precision.autocast(device, chosen):
+            out = decoder.greedy(b, max_len=decode_steps, incremental=True, cuda_graphs=graphs)
+        sync(device)
         t = time.perf_counter() - t0
         assert out.ids.shape[1] == decode_steps, out.ids.shape
         return t, b.size, out.ids.shape[1]
@@ -90,22 +101,29 @@ def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim
     return info, decode
 
 
-def train_step_fn(model, vocab, chosen: str):
+def sync(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously), so that a wall-clock time covers it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train_step_fn(model, vocab, chosen: str, device: torch.device = torch.device("cpu")):
     """One training step as the harness defines it (Adam lr 1e-4, betas (0.9, 0.98), eps 1e-9, clip 1.0)."""
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-    cpu = torch.device("cpu")
 
     def step(rows):
-        b = collate(rows, vocab)
+        b = collate(rows, vocab, device)
+        sync(device)
         t0 = time.perf_counter()
         model.train()
-        with precision.autocast(cpu, chosen):
+        with precision.autocast(device, chosen):
             loss = model(b)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
+        sync(device)
         return time.perf_counter() - t0, b.size, loss.item()
 
     return step

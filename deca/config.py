@@ -118,6 +118,9 @@ class TrainConfig:
     max_minutes: float | None = None  # also stop (at a log step) after this much training-loop time
     token_budget: int = 10000  # global: sum of len(c)+len(q)+5*len(a) over a batch, split across workers
     pool_batches: int = 100  # length bucketing: sort pools of this many budgets' worth of examples
+    # budget: cut each sorted pool by the token budget | exact: also wherever the context or question length
+    # changes (every row of a batch has the same lengths; smaller batches, unpacked LSTMs; train/data.py)
+    bucketing: str = "budget"
     num_workers: int = 1
     cpus_per_worker: float = 1.0
     # how Ray places the workers: PACK (fill a node first), SPREAD, STRICT_SPREAD (one per node), STRICT_PACK
@@ -126,6 +129,8 @@ class TrainConfig:
     gpus_per_worker: float = 1.0  # only with use_gpu
     find_unused_parameters: bool = False  # DDP: every variant uses all its parameters (the first step checks)
     precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights; fp32 on a CPU without bf16 units)
+    # on a GPU, validation's greedy decoding with one step captured as a CUDA graph (train/mqan/static_decode.py)
+    cuda_graphs: bool = False
     lr: float = 2.5e-3  # peak learning rate, reached at the end of warmup
     warmup: int = 800
     betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
@@ -170,6 +175,7 @@ class EvaluateConfig:
     max_answer_length: int | None = None  # decoding steps; None = the model's max_answer_length
     device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
     precision: str = "fp32"  # fp32 | bf16 | int8 (W_v quantized, CPU): greedy answers may differ from fp32
+    cuda_graphs: bool = False  # on a GPU: greedy decoding with one step captured as a CUDA graph
 
 
 @dataclass

@@ -11,7 +11,10 @@ An example whose own cost exceeds the budget becomes a batch of one, never dropp
 
 Length bucketing as in torchtext's BucketIterator: each epoch shuffles the examples, cuts them into
 pools of about ``pool_batches`` budgets' worth, sorts each pool by length, cuts the sorted pool into
-batches and shuffles those batches. Every choice comes from a generator seeded with
+batches and shuffles those batches. With ``train.bucketing: exact`` a batch also ends wherever the context or
+question length changes in the sorted pool, so every row of a batch has the same context and question
+lengths: the encoder's LSTMs then run unpacked (train/mqan/packing.py), which on a GPU lets cuDNN use its
+persistent kernels. The budget rule is unchanged (batches are only cut more often, so they are smaller). Every choice comes from a generator seeded with
 (seed, task, rank, epoch), so the batch order of an epoch is a pure function of those, and a stream's
 state is just (epoch, index of the next batch): `state_dict` / `load_state_dict` resume exactly.
 """
@@ -32,6 +35,7 @@ from deca.errors import DataError
 from deca.schema import EXAMPLE_SCHEMA, shards, split_dir
 
 ANSWER_WEIGHT = 5
+BUCKETING = ("budget", "exact")  # train.bucketing: cut sorted pools by the budget only, or also by (len c, len q)
 TOKEN_COLUMNS = ("context_tokens", "question_tokens", "answer_tokens")
 SHARE_BATCH_ROWS = 4096  # rows read from Parquet (and written to the share file) at a time
 
@@ -96,13 +100,16 @@ def example_costs(table: pa.Table) -> np.ndarray:
     return n["context"] + n["question"] + ANSWER_WEIGHT * n["answer"]
 
 
-def cut_batches(order: np.ndarray, costs: np.ndarray, budget: int) -> list[np.ndarray]:
-    """Cut `order` (example indices) greedily into consecutive batches whose costs sum to <= budget."""
+def cut_batches(order: np.ndarray, costs: np.ndarray, budget: int,
+                groups: np.ndarray | None = None) -> list[np.ndarray]:
+    """Cut `order` (example indices) greedily into consecutive batches whose costs sum to <= budget; with
+    `groups` (one value per example), also wherever the group changes."""
     batches: list[np.ndarray] = []
     start, total = 0, 0
     for pos, idx in enumerate(order):
         cost = int(costs[idx])
-        if pos > start and total + cost > budget:
+        new_group = groups is not None and pos > start and groups[idx] != groups[order[pos - 1]]
+        if pos > start and (total + cost > budget or new_group):
             batches.append(order[start:pos])
             start, total = pos, 0
         total += cost
@@ -120,13 +127,14 @@ class TokenBudgetStream:
     """An endless, seeded stream of token-budget batches (arrays of row indices) over one task."""
 
     def __init__(self, costs: np.ndarray, sort_keys: np.ndarray, budget: int, seed: Sequence[int],
-                 pool_batches: int = 100):
+                 pool_batches: int = 100, groups: np.ndarray | None = None):
         if budget <= 0:
             raise ValueError(f"token budget must be positive, got {budget}")
         if len(costs) == 0:
             raise ValueError("a batch stream needs at least one example")
         self.costs = np.asarray(costs, dtype=np.int64)
         self.sort_keys = np.asarray(sort_keys)
+        self.groups = None if groups is None else np.asarray(groups)  # a batch never spans two groups
         self.budget = int(budget)
         self.seed = list(seed)
         self.pool_tokens = max(1, int(pool_batches)) * self.budget
@@ -149,7 +157,7 @@ class TokenBudgetStream:
         for lo, hi in zip(bounds, bounds[1:]):
             pool = order[lo:hi]
             pool = pool[np.argsort(self.sort_keys[pool], kind="stable")]
-            pool_batches = cut_batches(pool, self.costs, self.budget)
+            pool_batches = cut_batches(pool, self.costs, self.budget, self.groups)
             batches.extend(pool_batches[i] for i in rng.permutation(len(pool_batches)))
         return batches
 
@@ -193,16 +201,23 @@ def take_rows(batches: Sequence[pa.RecordBatch], starts: np.ndarray, idx: np.nda
 class TaskData:
     """One task's training share on one worker: its rows and its endless batch stream."""
 
-    def __init__(self, task: str, table: pa.Table, budget: int, seed: int, rank: int = 0, pool_batches: int = 100):
+    def __init__(self, task: str, table: pa.Table, budget: int, seed: int, rank: int = 0, pool_batches: int = 100,
+                 bucketing: str = "budget"):
+        if bucketing not in BUCKETING:
+            raise ValueError(f"train.bucketing: {bucketing!r} unknown; choose one of {', '.join(BUCKETING)}")
         self.task = task
         self.table = table
         self._batches = table.to_batches()
         self._starts = np.cumsum([0] + [b.num_rows for b in self._batches])[:-1]
         n = lengths(table)
         costs = n["context"] + n["question"] + ANSWER_WEIGHT * n["answer"]
-        # sort key: context+question length, then answer length (as BucketIterator's interleaved keys)
-        keys = (n["context"] + n["question"]) * (int(n["answer"].max()) + 1) + n["answer"]
-        self.stream = TokenBudgetStream(costs, keys, budget, task_seed(seed, task, rank), pool_batches)
+        answer_span = int(n["answer"].max()) + 1
+        if bucketing == "exact":  # sort by (len c, len q, len a); a batch holds one (len c, len q)
+            groups = n["context"] * (int(n["question"].max()) + 1) + n["question"]
+            keys = groups * answer_span + n["answer"]
+        else:  # context+question length, then answer length (as BucketIterator's interleaved keys)
+            groups, keys = None, (n["context"] + n["question"]) * answer_span + n["answer"]
+        self.stream = TokenBudgetStream(costs, keys, budget, task_seed(seed, task, rank), pool_batches, groups)
         self.costs = costs
         self.tokens = n["context"] + n["question"] + n["answer"]
 
@@ -217,11 +232,11 @@ class MultiTaskData:
 
     def __init__(self, processed_dir: str | Path, tasks: Sequence[str], budget: int, seed: int,
                  rank: int = 0, world_size: int = 1, pool_batches: int = 100,
-                 columns: Sequence[str] | None = None, split: str = "train"):
+                 columns: Sequence[str] | None = None, split: str = "train", bucketing: str = "budget"):
         self.rank, self.world_size = rank, world_size
         self.tasks = {
             t: TaskData(t, read_share(processed_dir, t, split, rank, world_size, columns), budget, seed, rank,
-                        pool_batches)
+                        pool_batches, bucketing)
             for t in tasks
         }
 

@@ -36,7 +36,7 @@ class Progress:
         if self.sink is None or (not force and now - self.last < self.min_interval):
             return
         self.last = now
-        self.sink.push.remote(values)
+        self.sink.push.remote({k: v() if callable(v) else v for k, v in values.items()})  # lazy values: only when sent
 
 
 class ProgressBar:

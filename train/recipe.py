@@ -60,7 +60,8 @@ class Step:
     """What one training step did on this worker."""
 
     task: str
-    loss: float  # mean NLL per answer token of this worker's batch
+    loss: torch.Tensor  # mean NLL per answer token of this worker's batch (0-dim, on the device: read it only
+    # when it is needed, since reading it waits for the device)
     answer_tokens: float
     tokens: int  # context + question + answer tokens
     examples: int
@@ -132,7 +133,8 @@ class TrainingRecipe:
         self.average = WeightAverage(self.core, tc.ema_decay) if tc.ema_decay else None
         self.schedule = from_config(tc, self.tasks)
         self.data = MultiTaskData(p.data.processed_dir, self.schedule.tasks, max(1, tc.token_budget // self.dist.world),
-                                  tc.seed, rank, self.dist.world, tc.pool_batches, columns=TRAIN_COLUMNS)
+                                  tc.seed, rank, self.dist.world, tc.pool_batches, columns=TRAIN_COLUMNS,
+                                  bucketing=tc.bucketing)
         self.validator = Validator(p.data.processed_dir, self.schedule.tasks, self.vocab, p, self.dist, self.precision)
         torch.manual_seed(tc.seed * 1009 + rank + 1)  # per-worker dropout stream
         random.seed(tc.seed + rank)
@@ -194,7 +196,7 @@ class TrainingRecipe:
         if self.average is not None:
             self.average.update()
         self.iteration += 1
-        return Step(position.task, float(loss.detach()), n_local, tokens, len(rows),
+        return Step(position.task, loss.detach(), n_local, tokens, len(rows),
                     time.perf_counter() - start, lr)
 
     def _check_unused_parameters(self) -> None:
@@ -300,7 +302,7 @@ class TrainingRecipe:
                 out_of_time = self._log(window, step, deadline is not None and time.monotonic() > deadline)
                 window = Window()
             else:
-                self.progress.push(iteration=self.iteration, total=tc.iterations, loss=step.loss,
+                self.progress.push(iteration=self.iteration, total=tc.iterations, loss=lambda: float(step.loss),
                                    phase=self.schedule.position(self.iteration - 1).phase_name)
             if tc.val_every > 0 and self.iteration % tc.val_every == 0:
                 self.validate()
@@ -326,7 +328,7 @@ class TrainingRecipe:
         return stop
 
     def _summary(self, step: Step | None) -> dict[str, Any]:
-        return {"iteration": self.iteration, "loss": step.loss if step else float("nan"),
+        return {"iteration": self.iteration, "loss": float(step.loss) if step else float("nan"),
                 "best_score": self.best_score}
 
     def cleanup(self) -> None:

@@ -36,7 +36,8 @@ class Validator:
                                   for idx, answers in iter_answers(core, self.vocab, rows, self.params.train.val_batch_size,
                                                                    self.params.model.max_answer_length, device,
                                                                    part=(self.dist.rank, self.dist.world),
-                                                                   precision=self.precision)
+                                                                   precision=self.precision,
+                                                                   cuda_graphs=self.params.train.cuda_graphs)
                                   for i, answer in zip(idx, answers)}
         finally:
             core.train(was_training)

@@ -164,3 +164,28 @@ def test_fixture_data(mini_data):
     rows, _ = data.next_batch("sst")
     assert len(rows) == data.num_examples()["sst"]  # the miniature split fits in one batch
     assert vocab.read_text().splitlines()[0].split("\t")[0].startswith('"')
+
+
+def test_exact_bucketing_gives_batches_of_one_context_and_question_length_within_the_budget():
+    rng = np.random.default_rng(3)
+    rows = synthetic_rows(400, seed=2)
+    for r in rows:  # few distinct lengths, as in a real corpus's dense middle
+        r["context_tokens"] = r["context_tokens"][:1] * int(rng.integers(5, 9))
+        r["question_tokens"] = [" q "] * int(rng.integers(2, 4))
+    exact = TaskData("sst", table(rows), budget=300, seed=7, pool_batches=5, bucketing="exact")
+    plan = exact.stream.plan(0)
+    assert sorted(np.concatenate(plan).tolist()) == list(range(400))
+    n = data_module.lengths(table(rows))
+    assert all(len(set(n["context"][b])) == 1 and len(set(n["question"][b])) == 1 for b in plan)
+    assert all(exact.costs[b].sum() <= 300 or len(b) == 1 for b in plan)
+    budget = TaskData("sst", table(rows), budget=300, seed=7, pool_batches=5).stream.plan(0)
+    assert any(len(set(n["context"][b])) > 1 for b in budget)  # without it, batches mix lengths
+    assert len(plan) < 2 * len(budget)  # only a few more batches: the pools hold several rows per length
+    with pytest.raises(ValueError, match="train.bucketing"):
+        TaskData("sst", table(rows), budget=300, seed=7, bucketing="bogus")
+
+
+def test_cut_batches_also_cuts_where_the_group_changes():
+    costs = np.array([1, 1, 1, 1, 1])
+    groups = np.array([0, 0, 1, 1, 1])
+    assert [b.tolist() for b in cut_batches(np.arange(5), costs, 10, groups)] == [[0, 1], [2, 3, 4]]

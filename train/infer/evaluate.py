@@ -122,7 +122,7 @@ def predict_and_score(params, model, vocab, data: dict[str, list[dict]], device,
         for task, rows in data.items():
             bar.set_postfix_str(task)
             answers = decode(model, vocab, rows, ec.batch_size, ec.max_answer_length, device, bar=bar, weights=True,
-                             precision=precision)
+                             precision=precision, cuda_graphs=ec.cuda_graphs)
             predictions[task] = [{"id": str(r["id"]), "prediction": a.text, "context": r["context"],
                                   "question": r["question"], "answer": r["answer"]} for r, a in zip(rows, answers)]
             res = score_task(task, {p["id"]: p["prediction"] for p in predictions[task]}, rows,

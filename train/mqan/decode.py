@@ -53,19 +53,21 @@ def length_batches(rows: Sequence[dict], batch_size: int) -> list[list[int]]:
 
 def iter_answers(model, vocab, rows: Sequence[dict], batch_size: int, max_len: int | None, device, *,
                  part: tuple[int, int] = (0, 1), explain: bool = False, weights: bool = False,
-                 precision: str = "fp32") -> Iterator[tuple[list[int], list[Answer]]]:
+                 precision: str = "fp32", cuda_graphs: bool = False) -> Iterator[tuple[list[int], list[Answer]]]:
     """(row indices, their answers) batch by batch, for this worker's `part` = (rank, world) of the batches.
 
     `explain`: each token's source weights and each source's probability of it (Answer.weights, .shares);
     `weights`: the source weights only, which greedy decoding computes anyway (nothing more is computed);
-    `precision`: fp32, bf16 (autocast) or int8 (W_v quantized), as train/mqan/precision.py resolved it."""
+    `precision`: fp32, bf16 (autocast) or int8 (W_v quantized), as train/mqan/precision.py resolved it;
+    `cuda_graphs`: on a GPU, each decoding step replayed from a CUDA graph (MQAN.greedy)."""
     rank, world = part
     device = torch.device(device)
     if precision == "int8":
         model = quantized(model)
     with torch.inference_mode(), autocast(device, precision):
         for idx in length_batches(rows, batch_size)[rank::world]:
-            out = model.greedy(collate([rows[i] for i in idx], vocab, device), max_len, explain=explain)
+            out = model.greedy(collate([rows[i] for i in idx], vocab, device), max_len, explain=explain,
+                               cuda_graphs=cuda_graphs)
             if explain or weights:  # one copy per batch, not one device sync per answer
                 out = dataclasses.replace(out, ids=out.ids.cpu(), lengths=out.lengths.cpu(),
                                           source_weights=out.source_weights.cpu(),
@@ -74,11 +76,13 @@ def iter_answers(model, vocab, rows: Sequence[dict], batch_size: int, max_len: i
 
 
 def decode(model, vocab, rows: Sequence[dict], batch_size: int, max_len: int | None, device, *,
-           bar=None, explain: bool = False, weights: bool = False, precision: str = "fp32") -> list[Answer]:
+           bar=None, explain: bool = False, weights: bool = False, precision: str = "fp32",
+           cuda_graphs: bool = False) -> list[Answer]:
     """Greedy answers for all `rows`, in their order (see `iter_answers`); `bar` (tqdm) counts examples."""
     answers: list[Answer | None] = [None] * len(rows)
     for idx, batch_answers in iter_answers(model, vocab, rows, batch_size, max_len, device,
-                                           explain=explain, weights=weights, precision=precision):
+                                           explain=explain, weights=weights, precision=precision,
+                                           cuda_graphs=cuda_graphs):
         for i, answer in zip(idx, batch_answers):
             answers[i] = answer
         if bar is not None:

@@ -40,3 +40,20 @@ def test_explain_and_recomputed_prefix_keep_the_eager_path():
     b = collate(random_rows(4, seed=5), VOCAB)
     out = model.greedy(b, max_len=5, cuda_graphs=True, explain=True)
     assert out.contributions is not None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (bench/gpu_check.sh runs it on one)")
+@pytest.mark.parametrize("variant", ALL)
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_cuda_graph_replay_equals_eager_decoding_on_a_gpu(variant, dtype):
+    from train.mqan import precision
+
+    model = tiny_model(variant, seed=1).cuda().eval()
+    b = collate(random_rows(9, seed=7), VOCAB, "cuda")
+    with torch.no_grad(), precision.autocast(torch.device("cuda"), dtype):
+        ref = model.greedy(b, max_len=6)
+        out = model.greedy(b, max_len=6, cuda_graphs=True)
+        eager_static, steps = static_decode.run(model, model.encode(b), 6, graphs=False)
+        graphed, steps_g = static_decode.run(model, model.encode(b), 6, graphs=True)
+    assert torch.equal(out.ids, ref.ids) and out.tokens == ref.tokens and steps == steps_g
+    assert torch.equal(graphed.ids, eager_static.ids) and torch.equal(graphed.log_probs, eager_static.log_probs)
