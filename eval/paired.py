@@ -5,7 +5,7 @@ Each DIR is a predictions directory written by `deca evaluate` (evaluate.predict
 ``<task>.jsonl`` per task whose records carry the example's statistics (``stats``, eval.examples). Per task
 both sides have, and for the decaScore: b minus a with its paired-bootstrap 95% interval and p-value
 (eval.stats), McNemar's p-value for exact-match tasks with one run a side, each side's interval, the
-task's chance/majority baseline computed from the gold answers (eval.baselines), and the verdict
+task's chance/majority baseline computed from the gold answers (eval.verdict.baseline), and the verdict
 (eval.verdict) against the expected direction.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 
 from deca.errors import DataError
 from deca.registry import all_tasks
-from eval.baselines import baseline
+from eval.verdict import baseline
 from eval.examples import kind_of
 from eval.labels import TASK_LABELS
 from eval.stats import Difference, Sample, compare

@@ -7,7 +7,7 @@ interval over the seeds (eval/stats.py, `seed_difference`: these runs keep no pe
 reproduced / opposite when the interval excludes 0 on the paper's side / the other, inconclusive when it
 covers 0 (always so with one seed on a side), not tested when a seed's validation curve still rises over the
 last third of its iterations or, with --processed, a side's interval reaches the task's chance/majority
-baseline computed from the validation data (eval/baselines.py).
+baseline computed from the validation data (eval/verdict.py).
 
     .venv/bin/python experiments/table2_report.py checkpoints/table2 [--md docs/results/table2.md] \
         [--processed data/processed]
@@ -59,11 +59,11 @@ def _records(folder: Path) -> list[dict]:
 
 
 def read_floors(processed: Path | None) -> dict[str, float | None]:
-    """{task: its chance/majority baseline on the validation split} (eval/baselines.py); {} without data."""
+    """{task: its chance/majority baseline on the validation split} (eval/verdict.py); {} without data."""
     if processed is None:
         return {}
     from deca.schema import read_split
-    from eval.baselines import baseline
+    from eval.verdict import baseline
 
     floors = {}
     for task in PAPER:

@@ -1,4 +1,4 @@
-"""`deca compare --runs-a/--runs-b` (eval/paired.py), the baselines (eval/baselines.py) and per-example
+"""`deca compare --runs-a/--runs-b` (eval/paired.py), the baselines (eval/verdict.py) and per-example
 statistics through eval.api.score_task and eval.score.add_intervals."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from deca.cli import main
 from deca.errors import DataError
 from eval import paired
 from eval.api import score_task
-from eval.baselines import baseline, majority, random_candidate
+from eval.verdict import baseline, majority, random_candidate
 from eval.score import add_intervals, metrics_document
 
 
