@@ -56,8 +56,10 @@ def check_metrics(tasks: Sequence[str]) -> None:
 
 
 def score_task(task_name: str, predictions: Mapping[str, str], gold_rows: Sequence[Mapping[str, Any]],
-               *, headline: str | None = None, options: ScoreOptions | None = None) -> dict:
-    """Score one task. `headline` overrides the registry's `Task.metric` (for tasks not registered).
+               *, headline: str | None = None, options: ScoreOptions | None = None, examples: bool = False) -> dict:
+    """Score one task. `headline` overrides the registry's `Task.metric` (for tasks not registered). With
+    `examples`, the result has ``examples``: the headline's per-example statistics in gold-row order,
+    ``{"kind", "values"}`` (eval.examples), for intervals and paired comparisons.
 
     Raises PredictionMismatch when prediction ids and gold ids differ, naming counts and examples.
     """
@@ -78,8 +80,17 @@ def score_task(task_name: str, predictions: Mapping[str, str], gold_rows: Sequen
     rows = [_with_parsed_gold(r) for r in gold_rows]
     preds = [_as_text(predictions[i]).lower() for i in ids]
     metrics = compute(name, preds, rows, options)
-    return {"task": task_name, "n": len(rows), "metrics": metrics,
-            "headline": {"name": name, "value": metrics[name]}}
+    result = {"task": task_name, "n": len(rows), "metrics": metrics, "headline": {"name": name, "value": metrics[name]}}
+    if examples:
+        from eval.examples import example_stats, kind_of
+
+        try:
+            kind = kind_of(name)
+        except ValueError:  # a metric without per-example statistics (a custom task's): no interval
+            result["examples"] = None
+        else:
+            result["examples"] = {"kind": kind, "values": example_stats(name, preds, rows, options)}
+    return result
 
 
 def _as_text(value: Any) -> str:

@@ -14,6 +14,17 @@ Two strategies on the miniature corpora, then the table:
   dvc exp run -n anti-squad -S train.strategy=anti_curriculum_squad
   deca compare --dvc --out eval/report/strategies
 
+Paired comparison of two runs (or two groups of seed runs) evaluated on the same examples, from the
+predictions directories `deca evaluate` wrote (their records keep each example's metric statistics):
+  deca compare --runs-a eval/predictions --runs-b ../other/eval/predictions
+  deca compare --runs-a s2s-seed1/predictions s2s-seed2/predictions --runs-b qptr-seed1/predictions \
+      qptr-seed2/predictions --expect higher
+prints per task and for the decaScore: each side's value with its 95% interval, b - a with its paired-bootstrap
+95% interval and p-value, McNemar's p-value (exact-match tasks, one run a side), the task's chance/majority
+baseline from the gold answers, and the verdict (eval/verdict.py): reproduced / opposite (the interval of b - a
+excludes 0 on the --expect side / the other), inconclusive (it covers 0), not tested (a side's interval reaches
+the baseline).
+
 MLflow rows read <split>/<task>/<metric>: the values `deca evaluate` logged at the iteration it scored
 (tag evaluated.<split>), else the latest validation round of training. --out PREFIX writes PREFIX.md,
 PREFIX.png and PREFIX.json.
@@ -44,11 +55,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     fs = parser.add_argument_group("metrics files")
     fs.add_argument("--metrics", nargs="+", metavar="FILE", help="metrics files written by `deca evaluate`")
     fs.add_argument("--label", metavar="TEXT", help="label of the --metrics row (default: 'this run')")
+    pr = parser.add_argument_group("paired comparison (per-example statistics of `deca evaluate`)")
+    pr.add_argument("--runs-a", nargs="+", metavar="DIR", help="predictions directories of side a (one per seed)")
+    pr.add_argument("--runs-b", nargs="+", metavar="DIR", help="predictions directories of side b, same examples")
+    pr.add_argument("--expect", choices=("higher", "lower"), default="higher",
+                    help="the direction of b - a the claim under test predicts (default: %(default)s)")
+    pr.add_argument("--replicates", type=int, default=1000, metavar="N",
+                    help="bootstrap resamples (default: %(default)s)")
+    pr.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: %(default)s)")
     parser.add_argument("--paper", action="store_true", help="add the paper's Table 3 rows (MQAN, five strategies)")
     parser.add_argument("--split", help="split of the MLflow metrics (default: evaluate.split)")
     parser.add_argument("--tasks", nargs="+", metavar="SEL",
                         help="task columns (default: the decaNLP tasks any row has, then the others)")
-    parser.add_argument("--out", metavar="PREFIX", help="write PREFIX.md, PREFIX.png and PREFIX.json")
+    parser.add_argument("--out", metavar="PREFIX", help="write PREFIX.md, PREFIX.png and PREFIX.json (paired: PREFIX.txt and PREFIX.json)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     add_params_arguments(parser)  # defaults, and the strategy of --metrics rows
 
@@ -58,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     from deca.registry import resolve_tasks
     from eval import compare
 
+    if args.runs_a or args.runs_b:
+        return run_paired(args)
     params_path = Path(args.params)
     params = params_from_args(args)  # the defaults when the file is missing
     split = args.split or params.evaluate.split
@@ -110,4 +131,24 @@ def run(args: argparse.Namespace) -> int:
         print(compare.text_table(rows, cols))
         if args.out:
             print(f"\nwrote {args.out}.md, {args.out}.png, {args.out}.json")
+    return 0
+
+
+def run_paired(args: argparse.Namespace) -> int:
+    """`deca compare --runs-a ... --runs-b ...`: the paired table (or JSON), and the --out files."""
+    from deca.errors import ConfigError
+    from eval import paired
+
+    if not (args.runs_a and args.runs_b):
+        raise ConfigError("a paired comparison needs both --runs-a and --runs-b (predictions directories)")
+    if args.replicates < 100:
+        raise ConfigError(f"--replicates must be at least 100 for a 95% interval, got {args.replicates}")
+    result = paired.paired(args.runs_a, args.runs_b, expect=args.expect, replicates=args.replicates, seed=args.seed)
+    if args.out:
+        from deca.io import write_json, write_text
+
+        prefix = Path(args.out)
+        write_text(prefix.with_name(prefix.name + ".txt"), paired.text(result) + "\n")
+        write_json(prefix.with_name(prefix.name + ".json"), result)
+    print(json.dumps(result, indent=2) if args.json else paired.text(result))
     return 0

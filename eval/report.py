@@ -26,6 +26,11 @@ def _order(tasks) -> list[str]:
     return sorted(tasks, key=lambda t: (rank.get(t, len(rank)), t))
 
 
+def _interval(result: Mapping[str, Any], key: str = "interval") -> str:
+    """" [low, high]" (the 95% bootstrap interval, eval.stats) when the result has one."""
+    return f" [{result[key][0]:.2f}, {result[key][1]:.2f}]" if result.get(key) else ""
+
+
 def markdown(scored: Mapping[str, Any]) -> str:
     """The report as markdown text."""
     results = _results(scored)
@@ -34,12 +39,13 @@ def markdown(scored: Mapping[str, Any]) -> str:
     if "decascore" in scored:
         note = " (partial: " + ", ".join(scored["missing"]) + " missing)" if scored["partial"] else ""
         lines += [f"**decaScore: {scored['decascore']:.2f}** of {scored['max']:.0f}{note}", ""]
-    lines += ["| task | headline metric | value | n |", "|---|---|---:|---:|"]
+    lines += ["| task | headline metric | value [95% interval] | n |", "|---|---|---:|---:|"]
     for t in tasks:
         r = results[t]
-        lines.append(f"| {t} | {r['headline']['name']} | {r['headline']['value']:.2f} | {r['n']} |")
+        lines.append(f"| {t} | {r['headline']['name']} | {r['headline']['value']:.2f}{_interval(r)} | {r['n']} |")
     if "decascore" in scored:
-        lines.append(f"| **decaScore** | sum of {len(scored['tasks'])} | **{scored['decascore']:.2f}** | |")
+        total = f"**{scored['decascore']:.2f}**{_interval(scored, 'decascore_interval')}"
+        lines.append(f"| **decaScore** | sum of {len(scored['tasks'])} | {total} | |")
     for t in tasks:
         r = results[t]
         lines += ["", f"## {t}", "", f"{r['n']} examples; headline `{r['headline']['name']}`.", "",

@@ -136,6 +136,7 @@ def score_dir(split: str, predictions_dir: str | Path, processed_dir: str | Path
 
 def metrics_document(scored: Mapping[str, Any]) -> dict:
     """The flat-ish JSON written for `dvc metrics`: per task every metric plus its headline value, and
+    the headline's 95% bootstrap ``interval`` (and ``decascore_interval``) when computed (`add_intervals`), and
     a ``source`` object (Figure 3: shares of answer tokens per source, eval.sources) when the result has one."""
     from eval.sources import metrics_entry
 
@@ -143,12 +144,35 @@ def metrics_document(scored: Mapping[str, Any]) -> dict:
     doc: dict[str, Any] = {"split": scored["split"]}
     if "decascore" in scored:
         doc.update(decascore=scored["decascore"], partial=scored["partial"], tasks_scored=scored["tasks"])
+        if "decascore_interval" in scored:
+            doc["decascore_interval"] = scored["decascore_interval"]
     doc["tasks"] = {
         task: {"n": r["n"], "headline": r["headline"]["value"], "headline_metric": r["headline"]["name"],
-               **r["metrics"], **({"source": metrics_entry(r["sources"])} if r.get("sources") else {})}
+               **({"interval": r["interval"]} if "interval" in r else {}), **r["metrics"], **({"source": metrics_entry(r["sources"])} if r.get("sources") else {})}
         for task, r in results.items()
     }
     return doc
+
+
+def add_intervals(scored: dict, replicates: int = 1000, seed: int = 0) -> dict:
+    """Give every result that carries per-example statistics (``examples``, eval.api.score_task) its 95%
+    bootstrap ``interval`` [low, high], and the scored split a ``decascore_interval`` (eval.stats); the
+    statistics themselves are dropped from the results. Returns `scored`."""
+    from eval.stats import Sample, estimate
+
+    results = scored["results"]
+    samples = {t: Sample.of(r["examples"]["kind"], r["examples"]["values"]) for t, r in results.items()
+               if r.get("examples")}
+    for r in results.values():
+        r.pop("examples", None)
+    if not samples:
+        return scored
+    found = estimate(samples, replicates=replicates, seed=seed)
+    for task in samples:
+        results[task]["interval"] = [found[task].low, found[task].high]
+    if "decascore" in found and set(scored.get("tasks", [])) <= set(samples):
+        scored["decascore_interval"] = [found["decascore"].low, found["decascore"].high]
+    return scored
 
 
 def write_metrics(path: str | Path, scored: Mapping[str, Any]) -> Path:

@@ -2,11 +2,15 @@
 headline of each seed, their mean and spread, the change at each step (S2S -> +SAtt -> +CAtt -> +QPtr), and
 the paper's single-task figures and changes beside them; then a verdict on each of the paper's claims.
 
-A verdict says "reproduced" when the mean change has the paper's sign and is larger than the spread between
-seeds (the largest standard deviation of the two variants compared), "opposite" when it has the other sign
-and is larger than that spread, and "within the seed spread" otherwise (or "one seed" when there is no spread).
+Each verdict is the project's one rule (eval/verdict.py) on the change of the seed means with its 95% Welch
+interval over the seeds (eval/stats.py, `seed_difference`: these runs keep no per-example statistics):
+reproduced / opposite when the interval excludes 0 on the paper's side / the other, inconclusive when it
+covers 0 (always so with one seed on a side), not tested when a seed's validation curve still rises over the
+last third of its iterations or, with --processed, a side's interval reaches the task's chance/majority
+baseline computed from the validation data (eval/verdict.py).
 
-    .venv/bin/python experiments/table2_report.py checkpoints/table2 [--md docs/results/table2.md]
+    .venv/bin/python experiments/table2_report.py checkpoints/table2 [--md docs/results/table2.md] \
+        [--processed data/processed]
 """
 from __future__ import annotations
 
@@ -16,6 +20,10 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from eval.stats import seed_difference, seed_interval  # noqa: E402
+from eval.verdict import at_floor, still_rising, verdict as rule  # noqa: E402
 
 VARIANTS = ("s2s", "satt", "catt", "qptr")
 NAMES = {"s2s": "S2S", "satt": "+SAtt", "catt": "+CAtt", "qptr": "+QPtr"}
@@ -30,36 +38,62 @@ CLAIMS = [("srl", "satt", "+SAtt raises QA-SRL"), ("srl", "catt", "+CAtt raises 
 def read_runs(folder: Path) -> dict[tuple[str, str], list[float]]:
     """{(task, variant): [best headline of each seed]} from every <folder>/*/curve.json."""
     best: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for path in sorted(folder.glob("*/curve.json")):
-        run = json.loads(path.read_text(encoding="utf-8"))
-        if run["curve"]:
-            best[(run["task"], run.get("variant", "mqan"))].append(max(p["headline"] for p in run["curve"]))
+    for run in _records(folder):
+        best[(run["task"], run.get("variant", "mqan"))].append(max(p["headline"] for p in run["curve"]))
     return best
+
+
+def read_rising(folder: Path) -> dict[tuple[str, str], bool]:
+    """{(task, variant): whether a seed's validation curve still rises over the last third of its iterations}."""
+    rising: dict[tuple[str, str], bool] = defaultdict(bool)
+    for run in _records(folder):
+        curve = [(p["iteration"], p["headline"]) for p in run["curve"]]
+        key = (run["task"], run.get("variant", "mqan"))
+        rising[key] = rising[key] or still_rising(curve, run.get("iterations"))
+    return rising
+
+
+def _records(folder: Path) -> list[dict]:
+    runs = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*/curve.json"))]
+    return [run for run in runs if run["curve"]]
+
+
+def read_floors(processed: Path | None) -> dict[str, float | None]:
+    """{task: its chance/majority baseline on the validation split} (eval/verdict.py); {} without data."""
+    if processed is None:
+        return {}
+    from deca.schema import read_split
+    from eval.verdict import baseline
+
+    floors = {}
+    for task in PAPER:
+        rows = read_split(processed, task, "validation", columns=["answer", "question"]).to_pylist()
+        floors[task] = baseline(task, [r["answer"] for r in rows], [r["question"] for r in rows])
+    return floors
 
 
 def stats(values: list[float]) -> tuple[float, float | None]:
     return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else None
 
 
-def judge(change: float, paper: float, sds: list[float | None]) -> str:
-    """The verdict on a change of means against the paper's change (the rule of this module's docstring;
-    experiments/table3.py uses it too): `sds` are the standard deviations of the two sides compared."""
-    if any(sd is None for sd in sds):
-        return "one seed"
-    spread = max(sds)
-    if abs(change) <= spread:
-        return f"within the seed spread ({spread:.1f})"
-    return "reproduced" if change * paper > 0 else "opposite"
+def judge(before: list[float], after: list[float], paper: float, rising=(), floor: float | None = None) -> str:
+    """The verdict (eval/verdict.py) on the change of the seed means, after - before, against the paper's change
+    (experiments/table3.py uses it too); `rising`: per side, a curve still rising; `floor`: the task's baseline."""
+    floors = [at_floor(seed_interval(side), floor) for side in (before, after)] if floor is not None else ()
+    said = rule(seed_difference(before, after), paper, floors=floors, rising=rising)
+    return said + (" (one seed)" if min(len(before), len(after)) < 2 else "")
 
 
-def verdict(best, task: str, variant: str) -> str:
+def verdict(best, task: str, variant: str, rising=None, floors=None) -> str:
     before = VARIANTS[VARIANTS.index(variant) - 1]
     if not best.get((task, variant)) or not best.get((task, before)):
         return "not run"
-    (m1, s1), (m0, s0) = stats(best[(task, variant)]), stats(best[(task, before)])
-    change, paper = m1 - m0, PAPER[task][VARIANTS.index(variant)] - PAPER[task][VARIANTS.index(before)]
-    said = judge(change, paper, [s0, s1])
-    return f"{change:+.1f} (paper {paper:+.1f})" + ("; " if said == "one seed" else ": ") + said
+    change = seed_difference(best[(task, before)], best[(task, variant)])
+    paper = PAPER[task][VARIANTS.index(variant)] - PAPER[task][VARIANTS.index(before)]
+    sides = [(rising or {}).get((task, v), False) for v in (before, variant)]
+    said = judge(best[(task, before)], best[(task, variant)], paper, sides, (floors or {}).get(task))
+    interval = f" [{change.low:+.1f}, {change.high:+.1f}]" if change.low > float("-inf") else ""
+    return f"{change.value:+.1f}{interval} (paper {paper:+.1f}): {said}"
 
 
 def table(best) -> list[str]:
@@ -80,9 +114,9 @@ def table(best) -> list[str]:
     return lines
 
 
-def claims(best) -> list[str]:
-    lines = ["", "| the paper's claim | here |", "|---|---|"]
-    lines += [f"| {text} | {verdict(best, task, variant)} |" for task, variant, text in CLAIMS]
+def claims(best, rising=None, floors=None) -> list[str]:
+    lines = ["", "| the paper's claim | here: change of the seed means [95% interval] (paper): verdict |", "|---|---|"]
+    lines += [f"| {text} | {verdict(best, task, variant, rising, floors)} |" for task, variant, text in CLAIMS]
     for task in PAPER:
         means = {v: stats(best[(task, v)])[0] for v in VARIANTS if best.get((task, v))}
         if len(means) == len(VARIANTS):
@@ -96,11 +130,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folder", type=Path, help="experiments/table2.sh's OUT (default there: checkpoints/table2)")
     ap.add_argument("--md", type=Path, help="also write the tables to this Markdown file")
+    ap.add_argument("--processed", type=Path, metavar="DIR",
+                    help="processed data (deca prepare --out): the tasks' chance/majority baselines for 'not tested'")
     args = ap.parse_args(argv)
     best = read_runs(args.folder)
     if not best:
         ap.error(f"no finished runs (*/curve.json) in {args.folder}")
-    text = "\n".join(table(best) + claims(best))
+    from deca.errors import DecaError
+
+    try:
+        floors = read_floors(args.processed)
+    except DecaError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    text = "\n".join(table(best) + claims(best, read_rising(args.folder), floors))
     print(text)
     if args.md:
         args.md.write_text(text + "\n", encoding="utf-8")

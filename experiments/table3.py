@@ -40,7 +40,9 @@ from eval.compare import PAPER_TABLE3  # noqa: E402
 from infra.overlay import load_overlay, merge  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "experiments"))
-from table2_report import judge  # noqa: E402  (the same verdict rule as Table 2's)
+from table2_report import judge  # noqa: E402  (eval/verdict.py's rule on the seeds' Welch interval, as Table 2)
+from eval.stats import seed_difference  # noqa: E402
+from eval.verdict import still_rising  # noqa: E402
 
 OVERLAYS = ("infra/params/glove.yaml", "infra/params/table3.yaml")
 # The miniature's strategies -> train.strategy ("custom" runs infra/params/table3.yaml's train.phases:
@@ -207,7 +209,8 @@ def table(runs: dict[str, dict]) -> list[str]:
         cells = [show(values[s][t]) if values[s][t] else "-" for t in (*TASKS, "sum")]
         lines.append(f"| {s} | {', '.join(str(r['seed']) for r in rs)} | " + " | ".join(cells)
                      + f" | {' / '.join(f'{paper[t]:.1f}' for t in TASKS)} = {sum(paper.values()):.1f} |")
-    lines += ["", "| the paper's finding | paper | here (change of the means) | verdict |", "|---|---:|---:|---|"]
+    lines += ["", "| the paper's finding | paper | here (change of the means [95% Welch interval]) | verdict (eval/verdict.py) |",
+              "|---|---:|---:|---|"]
     for s, task, text in (("anti_curriculum", "sum", "SQuAD first beats fully joint (sum of the 5)"),
                           ("anti_curriculum", "squad_dev", "SQuAD first raises SQuAD"),
                           ("curriculum", "sum", "the curriculum (easy tasks first) lowers the sum"),
@@ -217,10 +220,19 @@ def table(runs: dict[str, dict]) -> list[str]:
             continue
         paper = (sum(PAPER[s].values()) - sum(PAPER["fully_joint"].values()) if task == "sum"
                  else PAPER[s][task] - PAPER["fully_joint"][task])
-        change = spread(values[s][task])[0] - spread(values["fully_joint"][task])[0]
-        sds = [spread(values[s][task])[1], spread(values["fully_joint"][task])[1]]
-        lines.append(f"| {text} | {paper:+.1f} | {change:+.1f} | {judge(change, paper, sds)} |")
+        change = seed_difference(values["fully_joint"][task], values[s][task])
+        shown = f"{change.value:+.1f}" + (f" [{change.low:+.1f}, {change.high:+.1f}]" if change.low > -1e308 else "")
+        rising = [any(rising_run(r, task) for r in by[side]) for side in ("fully_joint", s)]
+        said = judge(values["fully_joint"][task], values[s][task], paper, rising)
+        lines.append(f"| {text} | {paper:+.1f} | {shown} | {said} |")
     return lines
+
+
+def rising_run(run: dict, task: str) -> bool:
+    """Whether the run's validation curve of `task` (any of the five for "sum") still rises over the last third
+    of its iterations (eval/verdict.py)."""
+    tasks = TASKS if task == "sum" else (task,)
+    return any(still_rising(run["curves"].get(t) or []) for t in tasks)
 
 
 def plot(runs: dict[str, dict], png: Path) -> None:

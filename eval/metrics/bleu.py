@@ -27,3 +27,37 @@ def bleu(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> float:
     if not predictions:
         raise ValueError("no examples to score")
     return float(sacrebleu.corpus_bleu(list(predictions), reference_streams(golds), lowercase=True).score)
+
+
+ORDER = 4  # n-gram orders of BLEU; a sentence's statistics: sys_len, ref_len, matches 1..4, totals 1..4
+STAT_COLUMNS = ("sys_len", "ref_len", *(f"match{n}" for n in range(1, ORDER + 1)),
+                *(f"total{n}" for n in range(1, ORDER + 1)))
+
+
+def sentence_stats(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> list[list[int]]:
+    """Each sentence's sufficient statistics (STAT_COLUMNS) as `bleu` computes them: summed over any subset of
+    sentences they give that subset's corpus BLEU (`bleu_from_stats`)."""
+    if len(predictions) != len(golds):
+        raise ValueError(f"{len(predictions)} predictions but {len(golds)} gold entries")
+    if not predictions:
+        raise ValueError("no examples to score")
+    metric = sacrebleu.BLEU(lowercase=True)
+    return [[int(x) for x in row]
+            for row in metric._extract_corpus_statistics(list(predictions), reference_streams(golds))]
+
+
+def bleu_from_stats(sums):
+    """Corpus BLEU (0..100) from summed sentence statistics, shape (..., 10): sacrebleu's `compute_bleu` with
+    exponential smoothing, vectorized (one BLEU per leading index)."""
+    import numpy as np
+
+    sums = np.asarray(sums, dtype=float)
+    sys_len, ref_len = sums[..., 0], sums[..., 1]
+    correct, total = sums[..., 2:2 + ORDER], sums[..., 2 + ORDER:]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        bp = np.where(sys_len < ref_len, np.where(sys_len > 0, np.exp(1 - ref_len / sys_len), 0.0), 1.0)
+        halvings = np.cumsum(correct == 0, axis=-1)  # "exp" smoothing: 1/2, 1/4, ... for each order with no match
+        precision = np.where(correct > 0, 100.0 * correct / total, 100.0 / (2.0 ** halvings * total))
+        score = bp * np.exp(np.log(precision).mean(axis=-1))
+    defined = (total > 0).all(axis=-1) & (correct > 0).any(axis=-1)  # else sacrebleu gives 0
+    return np.where(defined, score, 0.0)

@@ -7,13 +7,16 @@ from eval.metrics import bleu, rouge, squad, woz, wikisql, zre
 from eval.metrics.registry import Metric, ScoreOptions, register_family
 
 
-def _golds(rows: Sequence[Mapping]) -> list[list[str]]:
+def gold_answers(rows: Sequence[Mapping]) -> list[list[str]]:
     """All gold answers of each row (`answers`, falling back to `answer`), lowercased."""
     out = []
     for row in rows:
         answers = row.get("answers") or [row["answer"]]
         out.append([a.lower() for a in answers])
     return out
+
+
+_golds = gold_answers
 
 
 def _gold_json(row: Mapping, task_hint: str) -> Mapping:

@@ -72,6 +72,18 @@ def nf1(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> float:
                     [[normalize_text(g) for g in gs] for gs in golds])
 
 
+def per_example(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> dict[str, list[float]]:
+    """em, nem and nf1 of every example (×100, max over its golds): the averages `squad_metrics` reports."""
+    _check_lengths(predictions, golds)
+    norm_pred = [normalize_text(p) for p in predictions]
+    norm_gold = [[normalize_text(g) for g in gs] for gs in golds]
+    return {
+        "em": [100.0 * max_over_golds(exact_match, p, g) for p, g in zip(predictions, golds)],
+        "nem": [100.0 * max_over_golds(exact_match, p, g) for p, g in zip(norm_pred, norm_gold)],
+        "nf1": [100.0 * max_over_golds(f1_score, p, g) for p, g in zip(norm_pred, norm_gold)],
+    }
+
+
 def squad_metrics(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> dict[str, float]:
     """em, nem and nf1 in one pass over the normalized strings."""
     _check_lengths(predictions, golds)

@@ -219,6 +219,18 @@ def logical_form_metrics(predictions: Sequence[str], golds: Sequence[Mapping],
     return out
 
 
+def per_example(predictions: Sequence[str], golds: Sequence[Mapping]) -> dict[str, list[int]]:
+    """lfem and lf_unordered of every example (1 or 0), without the database."""
+    if len(predictions) != len(golds):
+        raise ValueError(f"{len(predictions)} predictions but {len(golds)} gold entries")
+    out: dict[str, list[int]] = {"lfem": [], "lf_unordered": []}
+    for prediction, gold in zip(predictions, golds):
+        lf = parse_logical_form(prediction, gold["header"])
+        out["lfem"].append(int(lf_match(lf, gold["sql"], gold["header"], ordered=True)))
+        out["lf_unordered"].append(int(lf_match(lf, gold["sql"], gold["header"], ordered=False)))
+    return out
+
+
 def _same_result(db: Database, gold: Mapping, lf: Mapping) -> bool:
     sql = gold["sql"]
     try:

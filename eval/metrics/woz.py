@@ -73,15 +73,16 @@ def turn_from_gold(gold: Mapping, answer: str) -> Turn:
         raise ValueError(f"WOZ gold must have dialogue_id, turn (int) and state (mapping); got {gold!r}") from exc
 
 
-def dialogue_metrics(predictions: Sequence[str], turns: Sequence[Turn]) -> dict[str, float]:
-    """joint_goal_em, turn_request_em, turn_goal_em and avg_dialogue (×100) over all turns."""
+def per_turn(predictions: Sequence[str], turns: Sequence[Turn]) -> dict[str, list[int]]:
+    """joint_goal_em, turn_request_em and turn_goal_em of every turn (1 or 0, in input order); the joint goal of
+    a turn depends on the predictions of the earlier turns of its dialogue."""
     if len(predictions) != len(turns):
         raise ValueError(f"{len(predictions)} predictions but {len(turns)} gold turns")
     if not turns:
         raise ValueError("no examples to score")
     order = sorted(range(len(turns)), key=lambda i: (turns[i].dialogue_id, turns[i].turn))
     seen = set()
-    joint = goal = request = 0
+    out = {name: [0] * len(turns) for name in ("joint_goal_em", "turn_request_em", "turn_goal_em")}
     for dialogue_id, indices in groupby(order, key=lambda i: turns[i].dialogue_id):
         state: dict[str, str] = {}
         for i in indices:
@@ -92,14 +93,16 @@ def dialogue_metrics(predictions: Sequence[str], turns: Sequence[Turn]) -> dict[
             delta = to_delta_state(predictions[i])
             gold_delta = to_delta_state(turns[i].answer)
             state.update(delta.inform)
-            joint += state == dict(turns[i].state)
-            goal += delta.inform == gold_delta.inform
-            request += delta.request == gold_delta.request
+            out["joint_goal_em"][i] = int(state == dict(turns[i].state))
+            out["turn_goal_em"][i] = int(delta.inform == gold_delta.inform)
+            out["turn_request_em"][i] = int(delta.request == gold_delta.request)
+    return out
+
+
+def dialogue_metrics(predictions: Sequence[str], turns: Sequence[Turn]) -> dict[str, float]:
+    """joint_goal_em, turn_request_em, turn_goal_em and avg_dialogue (×100) over all turns."""
+    turn = per_turn(predictions, turns)
     n = len(turns)
-    out = {
-        "joint_goal_em": 100.0 * joint / n,
-        "turn_request_em": 100.0 * request / n,
-        "turn_goal_em": 100.0 * goal / n,
-    }
+    out = {name: 100.0 * sum(turn[name]) / n for name in ("joint_goal_em", "turn_request_em", "turn_goal_em")}
     out["avg_dialogue"] = (out["joint_goal_em"] + out["turn_request_em"]) / 2
     return out

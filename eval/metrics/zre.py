@@ -42,15 +42,33 @@ def counts(prediction: str, golds: Sequence[str]) -> tuple[int, int, int, int]:
     return tp, tn, sys_pos, real_pos
 
 
-def corpus_f1(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> dict[str, float]:
-    """corpus_f1, precision and recall (×100) over the corpus, after SQuAD normalization."""
+def example_counts(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> list[tuple[int, int, int]]:
+    """(tp, sys_pos, real_pos) of every example after SQuAD normalization: the corpus F1's statistics."""
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions but {len(golds)} gold entries")
     if not predictions:
         raise ValueError("no examples to score")
-    tp = sys_pos = real_pos = 0
+    out = []
     for prediction, gold in zip(predictions, golds):
-        e_tp, _, e_sys, e_real = counts(normalize_text(prediction), [normalize_text(g) for g in gold])
+        tp, _, sys_pos, real_pos = counts(normalize_text(prediction), [normalize_text(g) for g in gold])
+        out.append((tp, sys_pos, real_pos))
+    return out
+
+
+def f1_from_counts(tp, sys_pos, real_pos):
+    """Corpus F1 (×100) from summed counts; numpy arrays give one F1 per element (0 where tp is 0)."""
+    import numpy as np
+
+    tp, sys_pos, real_pos = (np.asarray(x, dtype=float) for x in (tp, sys_pos, real_pos))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = 200.0 * tp / (sys_pos + real_pos)  # 2PR/(P+R) with P = tp/sys_pos, R = tp/real_pos
+    return np.where(tp > 0, f, 0.0)
+
+
+def corpus_f1(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> dict[str, float]:
+    """corpus_f1, precision and recall (×100) over the corpus, after SQuAD normalization."""
+    tp = sys_pos = real_pos = 0
+    for e_tp, e_sys, e_real in example_counts(predictions, golds):
         tp, sys_pos, real_pos = tp + e_tp, sys_pos + e_sys, real_pos + e_real
     if tp == 0:
         p = r = f = 0.0

@@ -28,7 +28,7 @@ from deca.registry import get_task, resolve_tasks
 from deca.schema import read_split
 from eval.api import check_metrics, decascore, score_task
 from eval.report import bar_chart, figure3_chart, markdown, write_plots
-from eval.score import log_scores, metrics_document, task_options
+from eval.score import add_intervals, log_scores, metrics_document, task_options
 from eval.sources import summarize
 from train.infer.limits import InputLimits
 from train.infer.predict import check_answer_length, pick_device
@@ -42,7 +42,7 @@ log = logging.getLogger("deca.evaluate")
 READ_COLUMNS = ["id", "task", "context", "question", "context_tokens", "question_tokens", "answer_tokens", "answer",
                 "answers", "gold"]
 EXAMPLES_IN_REPORT = 3  # per task
-Record = Mapping[str, str]  # one line of <task>.jsonl: id, prediction, context, question, answer
+Record = Mapping[str, Any]  # one line of <task>.jsonl: id, prediction, context, question, answer, stats
 
 
 def select_tasks(selectors: Sequence[str], split: str) -> tuple[list[str], dict[str, str]]:
@@ -112,7 +112,9 @@ def check_outputs(ec) -> None:
 
 def predict_and_score(params, model, vocab, data: dict[str, list[dict]], device, precision: str,
                       progress: bool) -> tuple[dict[str, list[Record]], dict]:
-    """({task: [prediction records]}, the scored split: decaScore and per-task results)."""
+    """({task: [prediction records]}, the scored split: decaScore and per-task results with 95% intervals). Each
+    record keeps the example's statistics of its task's headline metric (``stats``, eval.examples), so that
+    `deca compare --runs-a/--runs-b` can resample them."""
     from tqdm import tqdm
 
     ec = params.evaluate
@@ -126,10 +128,13 @@ def predict_and_score(params, model, vocab, data: dict[str, list[dict]], device,
             predictions[task] = [{"id": str(r["id"]), "prediction": a.text, "context": r["context"],
                                   "question": r["question"], "answer": r["answer"]} for r, a in zip(rows, answers)]
             res = score_task(task, {p["id"]: p["prediction"] for p in predictions[task]}, rows,
-                             options=options_for(task))
+                             options=options_for(task), examples=True)
+            if res["examples"]:
+                for record, row in zip(predictions[task], res["examples"]["values"].tolist()):
+                    record["stats"] = row
             results[task] = {"task": task, "split": ec.split, **{k: res[k] for k in ("n", "metrics", "headline")},
-                             "sources": summarize([a.weights for a in answers])}
-    return predictions, {"split": ec.split, **decascore(results), "results": results}
+                             "examples": res["examples"], "sources": summarize([a.weights for a in answers])}
+    return predictions, add_intervals({"split": ec.split, **decascore(results), "results": results})
 
 
 def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, progress: bool = True,

@@ -73,7 +73,13 @@ def test_writes_predictions_metrics_report_and_plots(setup):
         # context, question and gold side by side with the prediction
         assert [(p["context"], p["question"], p["answer"]) for p in preds] == \
             [(g["context"], g["question"], g["answer"]) for g in gold]
+        assert all(isinstance(p["stats"], list) and p["stats"] for p in preds)  # for `deca compare --runs-a/-b`
     metrics = json.loads(Path(ev.metrics_path).read_text())
+    for task, entry in metrics["tasks"].items():  # 95% bootstrap intervals (eval/stats.py)
+        low, high = entry["interval"]
+        assert low <= entry["headline"] + 1e-9 and entry["headline"] <= high + 1e-9, task
+    low, high = metrics["decascore_interval"]
+    assert low <= metrics["decascore"] + 1e-9 <= high + 2e-9
     assert metrics["split"] == "validation" and metrics["iteration"] == 7 and metrics["partial"] is True
     assert set(metrics["tasks"]) == set(TASKS)
     assert metrics["decascore"] == pytest.approx(sum(t["headline"] for t in metrics["tasks"].values()))

@@ -1,0 +1,147 @@
+"""Paired comparison of two runs (or two groups of seed runs) on the same examples: `deca compare --runs-a
+DIR... --runs-b DIR...`.
+
+Each DIR is a predictions directory written by `deca evaluate` (evaluate.predictions_dir): one
+``<task>.jsonl`` per task whose records carry the example's statistics (``stats``, eval.examples). Per task
+both sides have, and for the decaScore: b minus a with its paired-bootstrap 95% interval and p-value
+(eval.stats), McNemar's p-value for exact-match tasks with one run a side, each side's interval, the
+task's chance/majority baseline computed from the gold answers (eval.verdict.baseline), and the verdict
+(eval.verdict) against the expected direction.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from deca.errors import DataError
+from deca.registry import all_tasks
+from eval.verdict import baseline
+from eval.examples import kind_of
+from eval.labels import TASK_LABELS
+from eval.stats import Difference, Sample, compare
+from eval.verdict import at_floor, verdict
+
+FIX = "re-run `deca evaluate` for this run (it writes each example's statistics into <task>.jsonl)"
+
+
+@dataclass(frozen=True)
+class Examples:
+    """One task of one run: ids in file order, statistics (examples x columns), gold answers and questions."""
+
+    ids: list[str]
+    values: np.ndarray
+    answers: list[str]
+    questions: list[str]
+
+
+def read_task(path: Path) -> Examples:
+    """The records of one ``<task>.jsonl``; a DataError naming the line when one lacks ``stats``."""
+    ids, values, answers, questions = [], [], [], []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(path, f"not valid JSON ({exc.msg})", line=lineno, fix=FIX) from None
+            if not isinstance(record, dict) or "id" not in record or not isinstance(record.get("stats"), list):
+                raise DataError(path, "no per-example statistics ('stats') in the record", line=lineno, fix=FIX)
+            ids.append(str(record["id"]))
+            values.append([float(x) for x in record["stats"]])
+            answers.append(str(record.get("answer", "")))
+            questions.append(str(record.get("question", "")))
+    if not ids:
+        raise DataError(path, "no records", fix=FIX)
+    return Examples(ids, np.asarray(values, dtype=float), answers, questions)
+
+
+def read_run(directory: str | Path) -> dict[str, Examples]:
+    """{task: its examples} of the ``<task>.jsonl`` files of a predictions directory (registered tasks)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise DataError(directory, "predictions directory not found",
+                        fix="give the evaluate.predictions_dir of a run that `deca evaluate` scored")
+    tasks = all_tasks()
+    found = {p.stem: read_task(p) for p in sorted(directory.glob("*.jsonl")) if p.stem in tasks}
+    if not found:
+        raise DataError(directory, "no <task>.jsonl of a registered task in it", fix=FIX)
+    return found
+
+
+def group(directories: Sequence[str | Path], orders: Mapping[str, Sequence[str]] | None = None
+          ) -> tuple[dict[str, Sample], dict[str, Examples]]:
+    """({task: Sample over the runs}, {task: the first run's examples}) for the tasks every run has (and
+    `orders` names); examples are aligned by id to `orders[task]` (default: the first run's order) and every
+    run must have exactly those examples."""
+    runs = [read_run(d) for d in directories]
+    tasks = [t for t in runs[0] if all(t in r for r in runs) and (orders is None or t in orders)]
+    samples = {}
+    for task in tasks:
+        order = list(orders[task]) if orders is not None else runs[0][task].ids
+        for directory, run in zip(directories, runs):
+            if sorted(run[task].ids) != sorted(order):
+                raise DataError(Path(directory) / f"{task}.jsonl", "other examples than the runs it is compared with",
+                                fix="compare runs evaluated on the same split and evaluate.max_examples")
+        matrices = [_aligned(run[task], order) for run in runs]
+        samples[task] = Sample.of(kind_of(all_tasks()[task].metric), *matrices)
+    return samples, {t: runs[0][t] for t in tasks}
+
+
+def _aligned(examples: Examples, order: Sequence[str]) -> np.ndarray:
+    position = {i: k for k, i in enumerate(examples.ids)}
+    return examples.values[[position[i] for i in order]]
+
+
+def paired(a_dirs: Sequence[str | Path], b_dirs: Sequence[str | Path], expect: str = "higher",
+           replicates: int = 1000, seed: int = 0) -> dict:
+    """The comparison as a JSON-ready dict: per task and for the decaScore, b - a with interval, p-values,
+    each side's interval, the baseline and the verdict (expected direction of b - a: `expect`)."""
+    a, examples = group(a_dirs)
+    b, _ = group(b_dirs, orders={t: e.ids for t, e in examples.items()})
+    shared = [t for t in a if t in b]
+    if not shared:
+        raise DataError(Path(b_dirs[0]), f"no task in common with {a_dirs[0]}", fix="compare runs of the same tasks")
+    found = compare({t: a[t] for t in shared}, {t: b[t] for t in shared}, replicates=replicates, seed=seed)
+    sign = 1.0 if expect == "higher" else -1.0
+    rows = {}
+    for key, diff in found.items():
+        floor = baseline(key, examples[key].answers, examples[key].questions) if key in examples else None
+        rows[key] = _row(diff, floor, sign)
+    return {"a": [str(d) for d in a_dirs], "b": [str(d) for d in b_dirs], "expect": expect,
+            "replicates": replicates, "seed": seed, "rows": rows}
+
+
+def _row(diff: Difference, floor: float | None, sign: float) -> dict:
+    floors = [at_floor(diff.a, floor), at_floor(diff.b, floor)]
+    return {"a": diff.a.to_json(), "b": diff.b.to_json(), "diff": diff.diff.to_json(), "p": diff.p,
+            "mcnemar": diff.mcnemar, "baseline": floor, "verdict": verdict(diff.diff, sign, floors=floors)}
+
+
+def text(result: Mapping) -> str:
+    """The comparison as an aligned table for a terminal."""
+    head = ["task", "a [95%]", "b [95%]", "b - a [95%]", "p", "McNemar p", "baseline", "verdict"]
+    body = []
+    for key, r in result["rows"].items():
+        name = "decaScore" if key == "decascore" else TASK_LABELS.get(key, key)
+        body.append([name, _show(r["a"]), _show(r["b"]), _show(r["diff"], signed=True), f"{r['p']:.3g}",
+                     "-" if r["mcnemar"] is None else f"{r['mcnemar']:.3g}",
+                     "-" if r["baseline"] is None else f"{r['baseline']:.1f}", r["verdict"]])
+    widths = [max(len(c) for c in col) for col in zip(head, *body)]
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    runs = f"{len(result['a'])} run(s) vs {len(result['b'])} run(s)"
+    title = (f"b - a: {runs}, paired bootstrap of {result['replicates']} resamples (seed {result['seed']}); "
+             f"expected: b {result['expect']} than a")
+    legend = ("verdict: reproduced / opposite = the 95% interval of b - a excludes 0 on the expected / other side; "
+              "inconclusive = it covers 0; not tested = a side's interval reaches its task's baseline")
+    return "\n".join([title, fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body), legend])
+
+
+def _show(i: Mapping, signed: bool = False) -> str:
+    value = f"{i['value']:+.1f}" if signed else f"{i['value']:.1f}"
+    return f"{value} [{i['low']:.1f}, {i['high']:.1f}]"
+

@@ -1,0 +1,120 @@
+"""The one verdict rule of the project: does a measured change reproduce the paper's?
+
+`verdict(change, paper_change, ...)` gives, from the interval of the change (eval.stats):
+
+- **not tested**: a side is at its floor (`at_floor`: its interval reaches the task's chance or majority
+  baseline computed from the data, or lies below it) or its validation curve was still rising over the last
+  third of its budget (`still_rising`): the comparison says nothing about the paper's claim;
+- **reproduced**: the interval excludes 0 on the side of the paper's change;
+- **opposite**: the interval excludes 0 on the other side;
+- **inconclusive**: the interval covers 0 (one run a side gives an unbounded interval: always inconclusive).
+
+The floor of a task comes from its gold answers (`baseline`): for a classification task (an exact-match headline
+and at most `MAX_LABELS` distinct answers: SST, MNLI, ...) the EM of always answering the most frequent gold
+answer (`majority`); for a task whose question names two candidates, ``"... <x> or <y>?"`` with the gold among
+them (MWSC), the expected EM of picking one at random (`random_candidate`); other tasks (nF1, BLEU, ROUGE...):
+none, so they are never "at the floor".
+
+Every report and table that says whether a finding holds calls `verdict` (experiments/table2_report.py,
+experiments/table3.py, `deca compare`).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from deca.registry import all_tasks
+from eval.stats import Interval
+
+REPRODUCED = "reproduced"
+OPPOSITE = "opposite"
+INCONCLUSIVE = "inconclusive"
+NOT_TESTED = "not tested"
+VERDICTS = (REPRODUCED, OPPOSITE, INCONCLUSIVE, NOT_TESTED)
+MAX_LABELS = 10  # distinct gold answers of a classification task
+NAMED_SHARE = 0.9  # share of questions that must name their gold as a candidate
+EXACT = ("em", "nem")  # headline metrics a baseline is computed for
+RISING_MARGIN = 0.5  # points a fitted curve must gain over the last third of its budget to count as rising
+
+
+def verdict(change: Interval, paper_change: float, *, floors: Sequence[bool] = (),
+            rising: Sequence[bool] = ()) -> str:
+    """The verdict on a measured `change` (b - a, with its interval) against the paper's change (b - a).
+
+    `floors`: per side, whether it sits at its floor (`at_floor`); `rising`: per side, whether its
+    validation curve was still rising (`still_rising`). Either makes the finding "not tested".
+    """
+    if any(floors) or any(rising):
+        return NOT_TESTED
+    if change.low <= 0 <= change.high:
+        return INCONCLUSIVE
+    if paper_change == 0:
+        return OPPOSITE  # the paper saw no change; here there is one
+    return REPRODUCED if (change.low > 0) == (paper_change > 0) else OPPOSITE
+
+
+def at_floor(side: Interval, baseline: float | None) -> bool:
+    """Whether a side's interval reaches the task's chance/majority `baseline` or lies below it (None: no
+    baseline known for the task, never at the floor)."""
+    if baseline is None:
+        return False
+    return side.low <= baseline
+
+
+def still_rising(curve: Sequence[tuple[float, float]], budget: float | None = None,
+                 margin: float = RISING_MARGIN) -> bool:
+    """Whether a validation curve [(iteration, value), ...] still rises over the last third of its budget
+    (default: its last iteration): the least-squares line through the points of that third gains more than
+    `margin` points across it. Fewer than two points there: not rising (nothing to say)."""
+    if not curve:
+        return False
+    budget = float(budget if budget is not None else max(step for step, _ in curve))
+    start = budget * 2.0 / 3.0
+    tail = [(float(s), float(v)) for s, v in curve if s >= start]
+    if len(tail) < 2:
+        return False
+    xs, ys = [s for s, _ in tail], [v for _, v in tail]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return False
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return slope * (budget - start) > margin
+
+
+def majority(answers: Sequence[str]) -> float:
+    """EM (0..100) of answering the most frequent gold answer every time."""
+    if not answers:
+        raise ValueError("no answers to count")
+    return 100.0 * Counter(a.strip().lower() for a in answers).most_common(1)[0][1] / len(answers)
+
+
+def names_gold(question: str, answer: str) -> bool:
+    """Whether `question` ends by naming `answer` as one of two candidates: "... <answer> or <y>?" or
+    "... <x> or <answer>?"."""
+    q, g = " ".join(question.lower().split()), " ".join(answer.lower().split())
+    return bool(g) and q.endswith("?") and (q.endswith(f" or {g}?") or f" {g} or " in q[-(2 * len(g) + 200):])
+
+
+def random_candidate(answers: Sequence[str], questions: Sequence[str]) -> float | None:
+    """Expected EM (0..100) of picking one of the question's two named candidates at random; None unless most
+    questions name their gold as a candidate."""
+    named = [names_gold(q, a) for q, a in zip(questions, answers)]
+    if not named or sum(named) < NAMED_SHARE * len(named):
+        return None
+    return 50.0 * sum(named) / len(named)
+
+
+def baseline(task: str, answers: Sequence[str], questions: Sequence[str] = ()) -> float | None:
+    """The task's floor from its gold answers (and questions): random candidate, else majority for a
+    classification task, else None."""
+    tasks = all_tasks()
+    if task not in tasks or tasks[task].metric not in EXACT or not answers:
+        return None
+    if questions:
+        chance = random_candidate(answers, questions)
+        if chance is not None:
+            return chance
+    if len({a.strip().lower() for a in answers}) <= MAX_LABELS:
+        return majority(answers)
+    return None
