@@ -10,7 +10,9 @@
 #                    same batches, fp32, then greedy decoding with --proj-opt cuda_graphs=1
 #   4. train.txt     short SST training runs (bf16, GloVe recipe) with train.bucketing budget / exact, if time is left
 # Prepare here with `.venv/bin/python bench/gpu_pack.py` (fills the git-ignored .gpu/), carry .gpu, then on the
-# GPU machine `bash bench/gpu_check.sh`. Rehearse here: DEVICE=cpu ROUNDS=1 STEPS=1 MINUTES=0.1 bash bench/gpu_check.sh
+# GPU machine `bash bench/gpu_check.sh`. Rehearse here, small: OUT=/tmp/gco DEVICE=cpu ROUNDS=1 STEPS=1 MINUTES=0.1
+#   PROFILE_ARGS="--budget 1500 --decode-batch 16 --decode-steps 5 --warmup 1" SC_WORK=<a WORK built with STEPS=1>
+#   CASES="train:sst decode:sst" bash bench/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-.gpu/out}
@@ -46,9 +48,9 @@ stage tests "$OUT/tests.txt" 150 $PY -m pytest -q -p no:cacheprovider -o addopts
   tests/train/mqan/test_static_decode.py tests/train/mqan/test_packing.py
 
 stage profile "$OUT/profile.txt" 200 $PY bench/gpu_profile.py --device "$DEVICE" --raw .gpu/corpora --steps "$STEPS" \
-  --warmup 3 --configs fp32,fp32+graphs,bf16,bf16+graphs --json "$OUT/profile.json"
+  --warmup 3 --configs fp32,fp32+graphs,bf16,bf16+graphs --json "$OUT/profile.json" ${PROFILE_ARGS:-}
 
-export WORK=$PWD/.gpu/speedcheck_work PY DEVICE SKIP_BENCH=1 INTERLEAVED=0 ROUNDS RESULTS=$OUT/speedcheck_results.jsonl
+export WORK=${SC_WORK:-$PWD/.gpu/speedcheck_work} PY DEVICE SKIP_BENCH=1 INTERLEAVED=0 ROUNDS RESULTS=$OUT/speedcheck_results.jsonl
 stage "speedcheck fp32" "$OUT/speedcheck.txt" 300 env VARIANT=fp32 bash .gpu/speedcheck/run_all.sh
 stage "speedcheck cuda graphs" "$OUT/speedcheck.txt" 200 env VARIANT=cuda_graphs CASES="decode:squad decode:sst" \
   PROJ_ARGS="--proj-opt cuda_graphs=1" bash .gpu/speedcheck/run_all.sh
