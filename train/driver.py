@@ -20,15 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import pyarrow.parquet as pq
-
 from deca.checks import check_params
 from deca.config import Params
 from deca.custom_tasks import declare
 from deca.errors import ConfigError, DataError, DecaError, interrupted
 from deca.io import write_json
 from deca.registry import resolve_tasks
-from deca.schema import split_dir
+from deca.schema import shard_rows, split_dir
 from eval.api import check_metrics
 from train.progress import ProgressBar, resumed_iteration
 from train.resume import auto_resume, params_for_resume
@@ -80,7 +78,8 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
             if not shards:
                 raise DataError(d, f"no processed {split} split for task {task!r}",
                                 fix=f"run `deca prepare --tasks {task}` or remove it from train.tasks")
-            if split == "train" and sum(pq.ParquetFile(f).metadata.num_rows for f in shards) == 0:
+            rows = sum(shard_rows(f) for f in shards)  # a truncated shard is named here, before Ray starts
+            if split == "train" and rows == 0:
                 raise DataError(d, f"the training split of task {task!r} has no examples",
                                 fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
                                     "why rows were dropped), or remove it from train.tasks")

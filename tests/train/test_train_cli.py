@@ -62,6 +62,16 @@ def test_inputs_are_checked_before_ray_starts(mini_data, tmp_path):
     no_rows = dataclasses.replace(params, data=dataclasses.replace(params.data, processed_dir=str(empty)))
     with pytest.raises(DataError, match="the training split of task 'sst' has no examples"):
         check_inputs(no_rows, ["sst"])
+    for split in ("train", "validation"):  # a truncated shard: named, with the fix, before Ray starts
+        broken = tmp_path / f"broken-{split}"
+        shutil.copytree(processed / "sst", broken / "sst")
+        shard = sorted((broken / "sst" / split).glob("*.parquet"))[0]
+        shard.write_bytes(shard.read_bytes()[:-20])
+        bad = dataclasses.replace(params, data=dataclasses.replace(params.data, processed_dir=str(broken)))
+        with pytest.raises(DataError, match="not a readable Parquet shard, truncated or corrupt") as err:
+            check_inputs(bad, ["sst"])
+        assert str(err.value).startswith(f"{shard}: ")
+        assert str(err.value).endswith("fix: rerun `deca prepare --tasks sst` (or `dvc repro prepare@sst`)")
     no_vectors = dataclasses.replace(params, model=dataclasses.replace(params.model,
                                                                        word_vectors=str(tmp_path / "glove.txt")))
     with pytest.raises(DataError, match="word-vector source not found"):  # on the driver, before Ray starts
