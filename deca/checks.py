@@ -91,10 +91,13 @@ RULES: dict[str, Rule] = {
 
 
 def key_lines(text: str) -> dict[str, int]:
-    """Dotted key -> line (from 1) of each mapping key in a YAML document (empty if it does not parse)."""
+    """Dotted key -> line (from 1) of each mapping key in a YAML document (empty if it does not parse, or is
+    refused by deca.config.parse_yaml's bounds, which also say why)."""
+    from deca.config import compose_yaml
+
     try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
+        root = compose_yaml(text, "")
+    except ConfigError:
         return {}
     lines: dict[str, int] = {}
 

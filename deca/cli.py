@@ -73,16 +73,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # a reader that went away (`deca ls | head -1`) shows here, not at exit
+        return code
     except BaseException as exc:  # noqa: BLE001 - every failure ends here, as one clear line
         return report_failure(exc, args.verbose)
+
+
+def reader_gone() -> int:
+    """The reader of standard output went away (`deca ... | head -1`): end quietly, as `cat` would (141, i.e.
+    128 + SIGPIPE), with nothing more written to the closed pipe (not even at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is no real file (a test's capture)
+        pass
+    return 141
 
 
 def report_failure(exc: BaseException, verbose: bool = False) -> int:
     """Print one line (and a fix) for an expected failure and return the exit code; re-raise anything else.
 
     Ctrl-C is "interrupted" with 130, also when a framework re-raised it as another error (Beam wraps it in
-    a RuntimeError); an OSError (disk full, permissions) anywhere in the chain names its path. With
+    a RuntimeError); a closed standard output (a pipe to `head`) ends quietly with 141; an OSError (disk full, permissions) anywhere in the chain names its path. With
     `deca -v` the traceback is printed too.
     """
     from deca.errors import DecaError, exception_chain, interrupted
@@ -91,6 +104,8 @@ def report_failure(exc: BaseException, verbose: bool = False) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     chain = exception_chain(exc)
+    if any(isinstance(e, BrokenPipeError) for e in chain):
+        return reader_gone()
     known = next((e for e in chain if isinstance(e, (DecaError, OSError))), None)
     if known is None or isinstance(exc, SystemExit):
         raise exc

@@ -6,6 +6,7 @@ only its own sections (see dvc.yaml). Section owners: `data`/`prepare` (pipeline
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
 import types
@@ -338,15 +339,78 @@ def _located(message: str, origin: Mapping[str, str], default: str) -> ConfigErr
     unknown = re.findall(r"'([^']*)'(?: \(did you mean [^)]*\))?", rest.split(";")[0]) if "unknown key" in rest else []
     keys = [f"{key}.{name}".strip(".") for name in unknown] or [key]
     found = re.sub(r"\[\d+\]", "", next((k for k in keys if k in origin), keys[0]))  # train.betas[1]: train.betas
+    if found not in origin:  # an unknown section that only an override brought (--set bogus.x=1)
+        found = next((o for o in origin if o.startswith(found + ".")), found)
     return ParamsError([Problem(found, f"{key or 'params'}: {rest}")], {found: where_from(found, origin, default)})
 
 
+# A params document has a few hundred nodes; aliases (&a / *a) that expand past this are a "billion laughs".
+MAX_YAML_NODES = 100_000
+
+
 def parse_yaml(text: str, where: str | Path) -> Any:
-    """A params document (YAML 1.2 floats such as ``1e-09`` read as numbers); ConfigError when it does not parse."""
+    """A params document (YAML 1.2 floats such as ``1e-09`` read as numbers); ConfigError when it does not
+    parse, nests too deeply, or its aliases expand past MAX_YAML_NODES (checked on the composed nodes, before
+    anything is expanded: time and memory stay bounded)."""
+    loader = _Loader(text)
     try:
-        return yaml.load(text, Loader=_Loader)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_expansion(node, where)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: not valid YAML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply to be params") from None
+    finally:
+        loader.dispose()
+
+
+def compose_yaml(text: str, where: str | Path) -> yaml.Node | None:
+    """The node graph of a YAML document (aliases not expanded), checked as `parse_yaml` checks it."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply to be params") from None
+    if node is not None:
+        check_expansion(node, where)
+    return node
+
+
+def check_expansion(root: yaml.Node, where: str | Path, limit: int = MAX_YAML_NODES) -> None:
+    """ConfigError when the document under `root` would be more than `limit` nodes once its aliases are
+    expanded, or is recursive (an alias inside its own anchor). Each shared node is counted once (memoized),
+    so a bomb is refused in time proportional to its text."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = _yaml_children(node)
+        if done:
+            open_.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(k)] for k in kids)
+            if sizes[id(node)] > limit:
+                raise ConfigError(f"{where}:{node.start_mark.line + 1}: refused: its aliases (&name / *name) "
+                                  f"expand to more than {limit:,} values; write the values out instead")
+        elif id(node) in open_:
+            raise ConfigError(f"{where}:{node.start_mark.line + 1}: refused: an alias inside its own anchor "
+                              "(a recursive document)")
+        elif id(node) not in sizes:
+            open_.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in sizes)
+
+
+def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def set_dotted(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -388,10 +452,20 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+class _ExistingParams(argparse.Action):
+    """``--params FILE`` given explicitly must exist (only the default params.yaml may be missing)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if not Path(values).is_file():
+            raise argparse.ArgumentError(self, f"{values}: no such params file (leave --params out to use "
+                                               f"{DEFAULT_PARAMS}, or the defaults where there is none)")
+        setattr(namespace, self.dest, values)
+
+
 def add_params_arguments(parser) -> None:
     """``--params FILE`` and ``--set KEY=VALUE`` (repeatable), the same on every command that reads params."""
     group = parser.add_argument_group("parameters")
-    group.add_argument("--params", default=DEFAULT_PARAMS, metavar="FILE",
+    group.add_argument("--params", default=DEFAULT_PARAMS, metavar="FILE", action=_ExistingParams,
                        help="params file (default: %(default)s; missing: the defaults)")
     group.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a parameter, e.g. train.iterations=50 (repeatable; YAML values)")

@@ -110,3 +110,14 @@ class WriteError(DecaError, OSError):
         else:
             fix = f"check that {self.filename2} is a directory that can be written"
         return f"{self.filename}: {self.strerror}\n  fix: {fix}"
+
+
+def load_refusal(exc: BaseException) -> str:
+    """What `torch.load(weights_only=True)` refused, in a few words: the code a planted pickle would have
+    run (``it would run code (posix.system)``), else the error's first 200 characters on one line."""
+    import re
+
+    found = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)", str(exc))
+    if found:
+        return f"refused: it would run code ({found.group(1)}), not only load tensors"
+    return f"cannot load: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"

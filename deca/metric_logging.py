@@ -47,26 +47,42 @@ class TrackingServerDown(DecaError):
 
 
 def check_server(uri: str, timeout: float = 10.0) -> None:
-    """Fail at once, naming `uri`, when an http(s) tracking server does not answer: MLflow's client would
-    retry for minutes first. Any HTTP answer counts (a proxy in front may refuse /health); other URIs pass."""
+    """Fail at once, naming `uri`, when an http(s) tracking server does not answer (MLflow's client would
+    retry for minutes first), or answers as something other than MLflow (a page, not its JSON API). An
+    authenticating proxy's 401/403 counts as up; other URIs pass."""
     if not uri.startswith(("http://", "https://")):
         return
     import re
 
     import requests
 
+    fix = ("  fix: start it (e.g. `bash infra/mlflow/server.sh`), point MLFLOW_TRACKING_URI at a running server, "
+           "or unset MLFLOW_TRACKING_URI to track into sqlite:///mlflow.db here")
     try:
-        requests.get(uri.rstrip("/") + "/health", timeout=timeout)
+        answer = requests.get(uri.rstrip("/") + PROBE, timeout=timeout)
     except requests.exceptions.SSLError:
         return  # something answers TLS; MLflow's client applies MLFLOW_TRACKING_INSECURE_TLS / _SERVER_CERT_PATH
     except (requests.ConnectionError, requests.Timeout) as exc:
         why = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
         reason = (why.group(1) if why else f"no answer within {timeout:g} s" if isinstance(exc, requests.Timeout)
                   else type(exc).__name__)
-        raise TrackingServerDown(
-            f"MLflow tracking server {uri} is not reachable ({reason})\n"
-            f"  fix: start it (e.g. `bash infra/mlflow/server.sh`), point MLFLOW_TRACKING_URI at a running server, "
-            f"or unset MLFLOW_TRACKING_URI to track into sqlite:///mlflow.db here") from None
+        raise TrackingServerDown(f"MLflow tracking server {uri} is not reachable ({reason})\n{fix}") from None
+    if answer.status_code not in (401, 403, 407) and not _json_object(answer):
+        kind = answer.headers.get("content-type", "no content type").split(";")[0]
+        raise TrackingServerDown(f"{uri} answers, but not as an MLflow tracking server (HTTP {answer.status_code}, "
+                                 f"{kind}, to {PROBE.split('?')[0]}): MLFLOW_TRACKING_URI names another service\n"
+                                 f"{fix}")
+
+
+# What MLflow's REST API answers in JSON (an error too) and another web server does not.
+PROBE = "/api/2.0/mlflow/experiments/search?max_results=1"
+
+
+def _json_object(answer) -> bool:
+    try:
+        return isinstance(answer.json(), dict)
+    except ValueError:
+        return False
 
 
 def finite(values: Mapping[str, Any]) -> dict[str, float]:

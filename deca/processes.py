@@ -110,6 +110,15 @@ def reap(sessions: Sequence[int], token: str, grace: float) -> list[int]:
     return hit
 
 
+def wait_until_gone(parent: int, limit: float = 30.0) -> None:
+    """Wait (up to `limit` s) until `parent` is no longer this process's parent. The pipe closes while the
+    parent is still finishing (its interpreter closes files at exit); reaping then would SIGTERM the parent
+    itself when it leads the watched session (`setsid deca train`: exit 143 instead of its own status)."""
+    deadline = time.monotonic() + limit
+    while os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def watch(parent: int, token: str, grace: float) -> int:
     """The watchdog's loop: read "<sid>" lines (sessions to end) and "release" from stdin until the parent
     is gone, then `reap`. Returns the exit status (0)."""
@@ -123,7 +132,8 @@ def watch(parent: int, token: str, grace: float) -> int:
             continue
         chunk = os.read(0, 4096)
         if not chunk:
-            break  # end of file: the parent's write end is closed, so the parent is gone
+            wait_until_gone(parent)  # end of file: the parent closed its write end, exiting (or gone)
+            break
         *lines, pending = (pending + chunk).split(b"\n")
         for line in lines:
             if line.strip() == b"release":

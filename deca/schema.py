@@ -53,6 +53,27 @@ def shards(processed_dir: str | Path, task: str, split: str) -> list[Path]:
     return files
 
 
+def bad_shard(path: str | Path, exc: BaseException):
+    """The DataError of a processed Parquet shard that does not read (truncated or corrupt), with the fix."""
+    from deca.errors import DataError
+
+    path = Path(path)
+    task = path.parent.parent.name
+    first = " ".join(str(exc).split())[:160]
+    return DataError(path, f"not a readable Parquet shard, truncated or corrupt ({type(exc).__name__}: {first})",
+                     fix=f"rerun `deca prepare --tasks {task}` (or `dvc repro prepare@{task.replace('.', '_')}`)")
+
+
+def shard_rows(path: str | Path) -> int:
+    """The rows of one processed shard, read from its footer; `bad_shard`'s DataError when it does not read."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise bad_shard(path, exc) from None
+
+
 def read_split(processed_dir: str | Path, task: str, split: str, columns: list[str] | None = None) -> pa.Table:
     """Read every shard of one task split into a pyarrow Table (DataError when there is none)."""
     import pyarrow.dataset as ds

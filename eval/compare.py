@@ -78,10 +78,10 @@ def row_from_metrics_file(path: str | Path, label: str | None = None, params_pat
         raise DataError(path, f"not valid JSON ({exc.msg})", line=exc.lineno, fix="rerun `deca evaluate`") from None
     strategy = ""
     if params_path is not None:
-        import yaml
+        from deca.config import parse_yaml
 
-        strategy = ((yaml.safe_load(Path(params_path).read_text(encoding="utf-8")) or {}).get("train") or {}).get(
-            "strategy", "")
+        raw = parse_yaml(Path(params_path).read_text(encoding="utf-8"), params_path)
+        strategy = ((raw or {}).get("train") or {}).get("strategy", "")
     scores = scores_from_metrics(doc)
     if not scores:
         raise DataError(path, "no per-task headline metrics in it", fix="use the metrics file `deca evaluate` writes")

@@ -16,6 +16,7 @@ from deca.io import write_json
 from deca.metric_logging import MetricLogger, active_run_logger
 from deca.registry import all_tasks, get_task, resolve_tasks
 from deca.schema import read_split
+from deca.text import SURROGATE_FIX, lone_surrogate, may_hold_surrogates
 from eval.api import PredictionMismatch, decascore, metric_values, score_task
 from eval.metrics.registry import ScoreOptions
 
@@ -38,25 +39,35 @@ def read_predictions(path: str | Path) -> dict[str, str]:
             line = decode_line(raw, path, lineno)
             if not line.strip():
                 continue
-            fix = 'each line must be a JSON object {"id": "...", "prediction": "..."}'
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, f"not valid JSON ({exc.msg})", line=lineno, fix=fix) from None
-            if not isinstance(record, dict) or "id" not in record or "prediction" not in record:
-                raise DataError(path, "missing 'id' or 'prediction'", line=lineno, fix=fix)
-            pid, prediction = record["id"], record["prediction"]
-            if not isinstance(pid, (str, int)) or isinstance(pid, bool):
-                raise DataError(path, f"'id' must be a string, got {pid!r}", line=lineno, fix=fix)
-            if not isinstance(prediction, str):
-                raise DataError(path, f"'prediction' must be a string, got {prediction!r}", line=lineno, fix=fix)
-            pid = str(pid)
+            pid, prediction = parse_prediction(line, path, lineno)
             if pid in out:
                 raise DataError(path, f"id {pid!r} predicted twice (first on line {first_line[pid]})",
                                 line=lineno, fix="keep one prediction per id")
             out[pid] = prediction
             first_line[pid] = lineno
     return out
+
+
+def parse_prediction(line: str, path: Path, lineno: int) -> tuple[str, str]:
+    """(id, prediction) of one line of a predictions file; a DataError naming the line and the fix."""
+    fix = 'each line must be a JSON object {"id": "...", "prediction": "..."}'
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"not valid JSON ({exc.msg})", line=lineno, fix=fix) from None
+    except RecursionError:
+        raise DataError(path, "JSON nested too deeply", line=lineno, fix=fix) from None
+    if not isinstance(record, dict) or "id" not in record or "prediction" not in record:
+        raise DataError(path, "missing 'id' or 'prediction'", line=lineno, fix=fix)
+    pid, prediction = record["id"], record["prediction"]
+    if not isinstance(pid, (str, int)) or isinstance(pid, bool):
+        raise DataError(path, f"'id' must be a string, got {pid!r:.60}", line=lineno, fix=fix)
+    if not isinstance(prediction, str):
+        raise DataError(path, f"'prediction' must be a string, got {prediction!r:.60}", line=lineno, fix=fix)
+    problem = lone_surrogate({"id": pid, "prediction": prediction}) if may_hold_surrogates(line) else None
+    if problem:
+        raise DataError(path, problem, line=lineno, fix=SURROGATE_FIX)
+    return str(pid), prediction
 
 
 def decode_line(raw: bytes, path: Path, lineno: int) -> str:

@@ -29,9 +29,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import yaml
 
-from deca.config import Params, from_dict
+from deca.config import Params, from_dict, parse_yaml
 from deca.errors import ConfigError
 from deca.io import write_text
 
@@ -40,11 +39,9 @@ def load_overlay(path: str | Path) -> dict[str, Any]:
     """Read one overlay file (a mapping of params sections); ConfigError names a bad file."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = parse_yaml(path.read_text(encoding="utf-8"), path)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such overlay file (see infra/params/ and infra/beam/)") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not data:
         raise ConfigError(f"{path}: an overlay must be a non-empty mapping of params sections")
     return data
@@ -116,7 +113,7 @@ def combine(paths: Sequence[str | Path], params_path: str | Path = "params.yaml"
     combined: dict[str, Any] = {}
     for path in paths:
         combined = merge(combined, load_overlay(path))
-    base = yaml.safe_load(Path(params_path).read_text(encoding="utf-8")) or {}
+    base = parse_yaml(Path(params_path).read_text(encoding="utf-8"), params_path) or {}
     merged = merge(base, combined)
     validate(merged, where=f"{params_path} + {' + '.join(map(str, paths))}")
     return combined, merged

@@ -265,6 +265,22 @@ class BagVisitor(PipelineVisitor):
 # ---- the cluster, the runner and its result ----------------------------------------------------------
 
 
+def probe(address: str, timeout: float = 4.0) -> None:
+    """Raise OSError at once when nothing listens at a tcp:// or tls:// scheduler address (a refused port):
+    Dask's client would retry until its connection timeout (30 s) before saying so. A port that does not
+    answer within `timeout` is left to the client's own timeout; other protocols are not probed."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(address if "://" in address else f"tcp://{address}")
+    if url.scheme not in ("tcp", "tls") or not url.hostname or not url.port:
+        return
+    try:
+        socket.create_connection((url.hostname, url.port), timeout=timeout).close()
+    except (socket.timeout, TimeoutError):
+        return
+
+
 def connect(options: PipelineOptions) -> tuple[ddist.Client, ddist.LocalCluster | None]:
     """A client of the scheduler the options name (--dask_client_address / --dask_scheduler_file), or of a
     local cluster of --dask_local_workers processes on 127.0.0.1 that this call starts."""
@@ -273,6 +289,8 @@ def connect(options: PipelineOptions) -> tuple[ddist.Client, ddist.LocalCluster 
     if kwargs.get("address") or kwargs.get("scheduler_file"):
         where = kwargs.get("address") or kwargs.get("scheduler_file")
         try:
+            if kwargs.get("address"):
+                probe(kwargs["address"])
             return ddist.Client(**kwargs), None
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot reach the Dask scheduler {where} (--dask_client_address / "

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deca.errors import DataError
-from deca.schema import EXAMPLE_SCHEMA, shards, split_dir
+from deca.schema import EXAMPLE_SCHEMA, bad_shard, shards, split_dir
 
 ANSWER_WEIGHT = 5
 BUCKETING = ("budget", "exact")  # train.bucketing: cut sorted pools by the budget only, or also by (len c, len q)
@@ -75,7 +75,7 @@ def _write_share(files: Sequence[Path], schema: pa.Schema, path: str, rank: int,
     seen = kept = 0  # rows of the split read so far, rows written
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
         for file in files:
-            for batch in pq.ParquetFile(file).iter_batches(batch_size=SHARE_BATCH_ROWS, columns=schema.names):
+            for batch in _batches(file, schema.names):
                 n = batch.num_rows if limit is None else min(batch.num_rows, limit - seen)
                 picked = np.arange((rank - seen) % world_size, n, world_size)
                 if len(picked) == batch.num_rows:
@@ -86,6 +86,14 @@ def _write_share(files: Sequence[Path], schema: pa.Schema, path: str, rank: int,
                 if limit is not None and seen >= limit:
                     return kept
     return kept
+
+
+def _batches(file: Path, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """The record batches of one shard; a shard that breaks while read is named (deca.schema.bad_shard)."""
+    try:
+        yield from pq.ParquetFile(file).iter_batches(batch_size=SHARE_BATCH_ROWS, columns=columns)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise bad_shard(file, exc) from None
 
 
 def lengths(table: pa.Table) -> dict[str, np.ndarray]:

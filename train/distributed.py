@@ -18,18 +18,26 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def rng_state() -> dict[str, Any]:
-    """Every random generator a worker draws from (torch, Python, NumPy, CUDA when present)."""
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    """Every random generator a worker draws from (torch, Python, NumPy, CUDA when present), as tensors,
+    numbers and strings only (so that the state loads weights-only)."""
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    numpy = {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+             "has_gauss": int(has_gauss), "cached_gaussian": float(cached)}
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": numpy}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
 def set_rng_state(state: Mapping[str, Any]) -> None:
-    """Restore what `rng_state` returned."""
+    """Restore what `rng_state` returned (or, for states written before, NumPy's own tuple)."""
     torch.set_rng_state(state["torch"])
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    numpy = state["numpy"]
+    if isinstance(numpy, Mapping):
+        numpy = (numpy["name"], numpy["keys"].numpy().astype(np.uint32), numpy["pos"], numpy["has_gauss"],
+                 numpy["cached_gaussian"])
+    np.random.set_state(numpy)
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 

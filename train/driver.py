@@ -20,15 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import pyarrow.parquet as pq
-
 from deca.checks import check_params
 from deca.config import Params
 from deca.custom_tasks import declare
 from deca.errors import ConfigError, DataError, DecaError, interrupted
 from deca.io import write_json
 from deca.registry import resolve_tasks
-from deca.schema import split_dir
+from deca.schema import shard_rows, split_dir
 from eval.api import check_metrics
 from train.progress import ProgressBar, resumed_iteration
 from train.resume import auto_resume, params_for_resume
@@ -80,7 +78,8 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
             if not shards:
                 raise DataError(d, f"no processed {split} split for task {task!r}",
                                 fix=f"run `deca prepare --tasks {task}` or remove it from train.tasks")
-            if split == "train" and sum(pq.ParquetFile(f).metadata.num_rows for f in shards) == 0:
+            rows = sum(shard_rows(f) for f in shards)  # a truncated shard is named here, before Ray starts
+            if split == "train" and rows == 0:
                 raise DataError(d, f"the training split of task {task!r} has no examples",
                                 fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
                                     "why rows were dropped), or remove it from train.tasks")
@@ -195,13 +194,35 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
     """Train as `params.train` says; see the module docstring. Returns where everything went.
 
     With `resume`, the run continues with the params it recorded, plus `overrides` (train/resume.py).
-    `hooks` are called with the worker's TrainingRecipe after every step (train/recipe.py; tests)."""
+    `hooks` are called with the worker's TrainingRecipe after every step (train/recipe.py; tests).
+    A failure marks the MLflow run FAILED (KILLED on Ctrl-C); a new run that wrote no checkpoint leaves no
+    run folder behind (it would count as the latest run for predict and serve)."""
     from train.tracking import end_run
 
     project = Path(project or Path.cwd()).resolve()
     params, run_name, uri, run_id = open_run(resolve_paths(params, project), run_name, resume, project,
                                              overrides or {})
     run_dir = Path(params.train.storage_dir) / run_name
+    try:
+        result = run_trainer(params, run_name, run_dir, uri, run_id, resume, progress, hooks)
+    except BaseException as exc:
+        end_run(uri, run_id, "KILLED" if interrupted(exc) else "FAILED")
+        kept = resume or not discard_unstarted(run_dir)
+        if interrupted(exc) or not isinstance(exc, Exception) or isinstance(exc, ConfigError):
+            raise
+        raise training_failed(exc, run_name, run_dir, kept) from exc
+    end_run(uri, run_id, "FINISHED")
+    write_json(run_dir / RUN_FILE, {**read_run_file(run_dir / RUN_FILE), "finished": True})
+    best = run_dir / "best"
+    if params.train.register_model and best.exists():
+        register_model(run_dir, params.train.register_model, project)
+    return Outcome(run_name, run_dir, run_id, uri, result.checkpoint.path if result.checkpoint else None,
+                   best if best.exists() else None, dict(result.metrics or {}))
+
+
+def run_trainer(params: Params, run_name: str, run_dir: Path, uri: str, run_id: str, resume: bool,
+                progress: bool, hooks: Sequence[Callable]):
+    """Start Ray (unless running), check its resources and run the TorchTrainer; Ray Train's result."""
     started = start_ray(params)
     try:
         check_resources(params)
@@ -212,26 +233,64 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
         trainer = build_trainer(params, run_name, config)
         with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes,
                          start=resumed_iteration(run_dir) if resume else 0):
-            try:
-                result = fit_in_thread(trainer)
-            except BaseException as exc:
-                end_run(uri, run_id, "KILLED" if interrupted(exc) else "FAILED")
-                if interrupted(exc) or not isinstance(exc, Exception):
-                    raise
-                raise TrainingFailed(f"training run {run_name!r} failed: {exc}\n  checkpoints: {run_dir}; "
-                                     f"continue with `deca train --resume {run_name}`") from exc
-        end_run(uri, run_id, "FINISHED")
-        write_json(run_dir / RUN_FILE, {**read_run_file(run_dir / RUN_FILE), "finished": True})
+            return fit_in_thread(trainer)
     finally:
         if started:
             import ray
 
             ray.shutdown()
-    best = run_dir / "best"
-    if params.train.register_model and best.exists():
-        register_model(run_dir, params.train.register_model, project)
-    return Outcome(run_name, run_dir, run_id, uri, result.checkpoint.path if result.checkpoint else None,
-                   best if best.exists() else None, dict(result.metrics or {}))
+
+
+def discard_unstarted(run_dir: Path) -> bool:
+    """Remove a new run's folder when training wrote nothing to resume from (no checkpoint, no best model);
+    whether it was removed."""
+    import shutil
+
+    if not run_dir.is_dir() or (run_dir / "best").exists() or any(run_dir.glob("checkpoint_*")):
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return not run_dir.exists()
+
+
+def worker_cause(exc: BaseException) -> BaseException | None:
+    """The DecaError or OSError a worker raised inside what Ray Train re-raised (its worker_failures, a
+    RayTaskError's cause, the exception chain), else None."""
+    todo, seen = [exc], set()
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        inner = getattr(e, "cause", None)
+        if isinstance(inner, BaseException):  # a RayTaskError: its text is the worker's traceback
+            todo.append(inner)
+            continue
+        if isinstance(e, (DecaError, OSError)):
+            return e
+        todo.extend(list((getattr(e, "worker_failures", None) or {}).values()))
+        todo.extend([getattr(e, "controller_failure", None), e.__cause__, e.__context__])
+    return None
+
+
+def training_failed(exc: BaseException, run_name: str, run_dir: Path, kept: bool) -> TrainingFailed:
+    """One line for a failed training (the worker's own error when there is one), what to fix, and where
+    its checkpoints are (or that no run folder was left)."""
+    import errno
+
+    cause = worker_cause(exc)
+    if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = cause.filename or run_dir
+        what = f"no space left on the device of {where}\n  fix: free space there, then resume"
+    elif isinstance(cause, OSError) and not isinstance(cause, DecaError):
+        what = f"{cause.filename + ': ' if cause.filename else ''}{cause.strerror or cause}"
+    elif cause is not None:
+        what = str(cause)
+    else:
+        what = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]} (`deca -v train ...` " \
+               "for the traceback)"
+    after = (f"\n  checkpoints: {run_dir}; continue with `deca train --resume {run_name}`" if kept
+             else f"\n  no checkpoint was written: the run folder {run_dir} was removed")
+    return TrainingFailed(f"training run {run_name!r} failed: {what}{after}")
 
 
 def register_model(run_dir: Path, name: str, project: Path) -> bool:

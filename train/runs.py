@@ -27,6 +27,21 @@ def latest_run(storage: str | Path) -> Path:
     return runs[-1].parent
 
 
+def latest_run_with_model(storage: str | Path) -> Path:
+    """The latest run under `storage` that has a best model: later runs without one (a training that failed
+    or was stopped before its first validation) are skipped, each named on stderr. The latest run when none has
+    one (its error then says so)."""
+    import sys
+
+    runs = sorted(Path(storage).glob(f"*/{RUN_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for record in runs:
+        if best_model_path(record.parent).is_file():
+            return record.parent
+        print(f"note: skipping run {record.parent.name} under {storage}: it has no best model yet (it failed or "
+              "stopped before its first validation)", file=sys.stderr)
+    return latest_run(storage)
+
+
 def run_folder(run: str | Path | None, storage: str | Path) -> Path:
     """The folder of run `run`: a run directory, or a run name under `storage`; the latest run when None.
     ConfigError when there is no such run."""
@@ -69,7 +84,7 @@ def resolve_checkpoint(run: str | None, checkpoint: str | None, storage_dir: str
     `checkpoint` wins; else the run folder `run`; else the latest run under `storage_dir`."""
     if checkpoint:
         return Path(checkpoint), {}
-    run_dir = Path(run) if run else latest_run(storage_dir)
+    run_dir = Path(run) if run else latest_run_with_model(storage_dir)
     path = best_model_path(run_dir)
     if not path.exists():
         raise DataError(path, "the run has no best model",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from deca.errors import DataError
+from deca.text import SURROGATE_FIX, lone_surrogate, may_hold_surrogates
 
 REDOWNLOAD = "delete the file and run `deca download` again (or copy it again from the mirror)"
 
@@ -42,10 +43,16 @@ def iter_jsonl(path: str | Path, fix: str = REDOWNLOAD) -> Iterator[tuple[int, A
         if not line.strip():
             continue
         try:
-            yield lineno, json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(path, f"invalid JSON ({exc.msg} at column {exc.colno}); the line may be truncated",
                             line=lineno, fix=fix) from None
+        except RecursionError:
+            raise DataError(path, "JSON nested too deeply", line=lineno, fix=fix) from None
+        problem = lone_surrogate(value) if may_hold_surrogates(line) else None
+        if problem:
+            raise DataError(path, problem, line=lineno, fix=SURROGATE_FIX)
+        yield lineno, value
 
 
 def iter_json_objects(path: str | Path, fix: str = REDOWNLOAD) -> Iterator[tuple[int, dict]]:

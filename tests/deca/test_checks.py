@@ -65,3 +65,15 @@ def test_a_model_without_input_features_is_refused_at_load():
     overrides = {"model.word_vectors": None, "model.char_ngram_dim": 0, "model.embedding_dim": 0}
     with pytest.raises(ConfigError, match="model: no input features"):
         load_params("params.yaml", overrides=overrides)
+
+
+def test_key_lines_of_an_alias_bomb_is_empty_and_fast():
+    import time
+
+    from deca.checks import key_lines
+    from tests.deca.test_config import mapping_bomb
+
+    start = time.perf_counter()
+    assert key_lines(mapping_bomb()) == {}
+    assert time.perf_counter() - start < 1
+    assert key_lines("a:\n  b: &x {c: 1}\n  d: *x\n") == {"a": 1, "a.b": 2, "a.b.c": 2, "a.d": 3, "a.d.c": 2}

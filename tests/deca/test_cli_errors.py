@@ -89,3 +89,15 @@ def test_a_full_disk_while_writing_is_one_line_naming_the_file_and_the_fix(monke
                                 f"  fix: free space on the disk that holds {tmp_path / 'out'} (or write the output "
                                 "elsewhere), then run it again"]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_reader_that_goes_away_ends_quietly():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(f"{sys.executable} -m deca.cli ls | head -1", shell=True, capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 1
+    assert proc.stderr == "", proc.stderr
+    closed = subprocess.Popen([sys.executable, "-m", "deca.cli", "ls"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    closed.stdout.close()  # before the command writes anything
+    assert closed.wait(timeout=60) == 141 and closed.stderr.read() == b""

@@ -50,3 +50,65 @@ def test_yaml12_exponent_floats(tmp_path):
     p.write_text("train:\n  eps: 1e-09\n  lr: 2.5E-3\n")
     params = load_params(p)
     assert params.train.eps == 1e-9 and params.train.lr == 2.5e-3
+
+
+def mapping_bomb(levels: int = 9, width: int = 9) -> str:
+    """Nested mappings whose aliases expand to width**levels values (a "billion laughs" of mappings)."""
+    lines = [f"l0: &l0 {{{', '.join(f'k{i}: lol' for i in range(width))}}}"]
+    for level in range(1, levels):
+        lines.append(f"l{level}: &l{level} {{{', '.join(f'k{i}: *l{level - 1}' for i in range(width))}}}")
+    return "\n".join(lines) + "\n"
+
+
+def list_bomb(levels: int = 9, width: int = 9) -> str:
+    lines = [f"a0: &a0 [{', '.join(['lol'] * width)}]"]
+    lines += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * width)}]" for n in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def bounded(call):
+    """`call()`'s exception, with the seconds and peak bytes it took."""
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(ConfigError) as info:
+            call()
+        return info.value, time.perf_counter() - start, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("bomb", [mapping_bomb, list_bomb])
+def test_alias_bombs_are_refused_fast_in_bounded_memory(tmp_path, bomb):
+    p = tmp_path / "params.yaml"
+    p.write_text(bomb())
+    error, seconds, peak = bounded(lambda: load_params(p))
+    assert str(error).startswith(f"{p}:") and "refused: its aliases (&name / *name) expand to more than" in str(error)
+    assert seconds < 1 and peak < 20_000_000, (seconds, peak)
+
+
+def test_modest_aliases_recursive_and_deep_documents(tmp_path):
+    from deca.config import parse_yaml
+
+    assert parse_yaml(mapping_bomb(3, 3), "x")["l2"]["k0"]["k1"] == {f"k{i}": "lol" for i in range(3)}
+    with pytest.raises(ConfigError, match="x:1: refused: an alias inside its own anchor"):
+        parse_yaml("a: &a [1, *a]\n", "x")
+    with pytest.raises(ConfigError, match="x: nested too deeply"):
+        parse_yaml("a: " + "[" * 20_000 + "]" * 20_000 + "\n", "x")
+
+
+def test_unknown_sections_and_a_missing_params_file_name_their_source(tmp_path, capsys):
+    from deca.cli import main
+
+    (tmp_path / "params.yaml").write_text("train:\n  iterations: 5\n")
+    assert main(["validate", "--params", str(tmp_path / "params.yaml"), "--set", "bogus.x=1",
+                 "--dvc-yaml", "none"]) == 1
+    assert capsys.readouterr().out.startswith("error: --set bogus.x=1: params: unknown key(s) 'bogus'")
+    with pytest.raises(SystemExit) as info:
+        main(["validate", "--params", str(tmp_path / "missing.yaml")])
+    assert info.value.code == 2
+    out, err = capsys.readouterr()
+    assert "valid" not in out and "missing.yaml: no such params file" in err

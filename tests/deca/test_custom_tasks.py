@@ -136,6 +136,9 @@ GOOD = '{"passage": "a b", "question": "q?", "answer": "a"}'
     ('{"passage": "a b", "question": "q?", "answer": ["a", 2]}', "non-empty list of strings"),
     ('{"passage": "a b", "question": "q?", "answer": "a", "id": true}', "string or an integer"),
     ('{"passage": "a b", "question": "q?", "answer": "a", "id": "1"}', "id '1' given twice"),
+    ('{"passage": "a b", "question": "q?", "answer": ["a", "\\ud800"]}',
+     "field 'answer[1]': a lone surrogate \\ud800 at character 1, not text"),
+    ('[' * 100_000 + ']' * 100_000, "JSON nested too deeply"),
 ])
 def test_bad_record_names_file_and_line(tmp_path, line, words):
     path = tmp_path / "bad.jsonl"
@@ -200,3 +203,20 @@ def test_unknown_metric_fails_before_training_or_evaluation():
     params_with(minqa={**SPEC, "metric": "nf2"})
     with pytest.raises(ConfigError, match="task 'minqa': unknown metric 'nf2'"):
         check_metrics(["minqa"])
+
+
+def test_prepare_names_a_lone_surrogate_in_a_record(tmp_path, capsys):
+    import yaml
+
+    from deca.cli import main
+
+    path = tmp_path / "dev.jsonl"
+    path.write_text(GOOD + "\n" + GOOD.replace("a b", "a \\ud800 b") + "\n", encoding="utf-8")
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"custom_tasks": {"minqa": {**SPEC, "files": {"validation": str(path)}}},
+                                      "data": {"raw_dir": str(tmp_path / "raw"),
+                                               "processed_dir": str(tmp_path / "out")}}))
+    assert main(["prepare", "--params", str(params), "--tasks", "minqa"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {path}:2: field 'passage': a lone surrogate \\ud800 at character 3, not text" in err
+    assert "Traceback" not in err and not (tmp_path / "out" / "minqa").exists()

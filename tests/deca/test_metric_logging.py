@@ -58,3 +58,43 @@ def test_any_http_answer_counts_and_other_stores_are_not_checked():
         server.server_close()
     check_server("sqlite:///nowhere/mlflow.db")  # local stores: nothing to reach
     check_server("file:///nowhere/mlruns")
+
+
+class NotMLflow(http.server.BaseHTTPRequestHandler):
+    """Another web server (a page for every path, or 404 HTML)."""
+
+    def do_GET(self):
+        self.send_response(404 if "api" in self.path else 200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(b"<html>not here</html>")
+
+    def log_message(self, *args):
+        pass
+
+
+class FakeMLflow(NotMLflow):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"experiments": []}')
+
+
+@pytest.mark.parametrize("handler, refused", [(NotMLflow, True), (FakeMLflow, False)])
+def test_a_server_that_is_not_mlflow_is_named(handler, refused):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    uri = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        if refused:
+            with pytest.raises(TrackingServerDown) as err:
+                check_server(uri)
+            head = str(err.value).splitlines()[0]
+            assert head == (f"{uri} answers, but not as an MLflow tracking server (HTTP 404, text/html, to "
+                            "/api/2.0/mlflow/experiments/search): MLFLOW_TRACKING_URI names another service")
+        else:
+            check_server(uri)
+    finally:
+        server.shutdown()
+        server.server_close()

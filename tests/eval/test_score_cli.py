@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +33,8 @@ def workspace(tmp_path, monkeypatch):
 
 
 def _run(capsys, *argv):
-    code = main(["score", "--params", "absent.yaml", "--no-progress", *map(str, argv)])
+    defaults = Path(__file__).parents[1] / "fixtures" / "defaults_params.yaml"
+    code = main(["score", "--params", str(defaults), "--no-progress", *map(str, argv)])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -89,6 +91,9 @@ def test_missing_ids_are_an_error_with_counts(workspace, capsys):
     ("{not json", "not valid JSON"),
     ('{"id": "dev-0"}', "missing 'id' or 'prediction'"),
     ('{"id": "dev-0", "prediction": 3}', "'prediction' must be a string"),
+    ('{"id": "dev-0", "prediction": "neg\\ud800"}', "field 'prediction': a lone surrogate \\ud800 at character 4"),
+    ('{"id": "\\udc80", "prediction": "negative"}', "field 'id': a lone surrogate \\udc80 at character 1"),
+    ('{"id": "dev-0", "prediction": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested too deeply"),
 ])
 def test_bad_prediction_lines_name_file_and_line(workspace, capsys, line, message):
     tmp, processed, preds = workspace
@@ -97,7 +102,7 @@ def test_bad_prediction_lines_name_file_and_line(workspace, capsys, line, messag
     code, _, err = _run(capsys, "--task", "sst", "--split", "validation", "--predictions", path,
                         "--data", processed)
     assert code == 1
-    assert f"{path}:2" in err and message in err
+    assert f"{path}:2" in err and message in err and "Traceback" not in err
 
 
 def test_predictions_that_are_not_utf8_name_the_file_line_and_fix(workspace, capsys):

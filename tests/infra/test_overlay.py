@@ -137,3 +137,13 @@ def test_a_failed_write_leaves_params_yaml_whole(tmp_path, monkeypatch):
         overlay.write(tmp_path / "params.yaml", {"train": {"iterations": 7}})
     assert (tmp_path / "params.yaml").read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["params.yaml"]
+
+
+def test_an_overlay_alias_bomb_is_refused(tmp_path):
+    from infra.overlay import load_overlay
+    from tests.deca.test_config import list_bomb
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(list_bomb())
+    with pytest.raises(ConfigError, match=r"bomb\.yaml:\d+: refused: its aliases"):
+        load_overlay(bomb)

@@ -196,3 +196,28 @@ def test_a_killed_test_run_leaves_no_mlflow_server(probe, session_guard):
         raise
     finally:
         inner.stop(grace=1)
+
+
+def test_a_session_leader_that_guards_its_own_session_keeps_its_exit_status(tmp_path):
+    """`setsid deca train` that fails: the watchdog sees its pipe close while the leader is still exiting and
+    must not SIGTERM the leader (exit 143); it ends the rest of the session once the leader is gone."""
+    import subprocess
+
+    script = tmp_path / "leader.py"
+    script.write_text(
+        "import os, subprocess, sys, time\n"
+        "from deca.processes import guard_self\n"
+        "dog = guard_self(grace=1)\n"
+        "dog.watch(os.getpid())\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "open(sys.argv[1], 'w').write(str(child.pid))\n"
+        "dog.proc.stdin.close()  # as the interpreter does while it finishes\n"
+        "time.sleep(1.5)\n"
+        "sys.exit(1)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    pid_file = tmp_path / "child.pid"
+    done = subprocess.run([sys.executable, str(script), str(pid_file)], env=env, start_new_session=True,
+                          timeout=60)
+    assert done.returncode == 1
+    child = int(pid_file.read_text())
+    wait_for(lambda: not Path(f"/proc/{child}").exists(), 15, "the leader's child ended by the watchdog")

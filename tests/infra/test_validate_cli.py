@@ -26,3 +26,17 @@ def test_bad_values_and_stale_dvc_yaml_are_reported(tmp_path, capsys, monkeypatc
     stale.write_text(stale.read_text().replace("      - train/recipe.py\n", ""))
     assert main(["validate", "--dvc-yaml", str(stale)]) == 1
     assert "train/recipe.py" in capsys.readouterr().out
+
+
+def test_a_params_alias_bomb_is_one_line_within_a_second(tmp_path, capsys):
+    import time
+
+    from tests.deca.test_config import mapping_bomb
+
+    bomb = tmp_path / "params.yaml"
+    bomb.write_text(mapping_bomb())
+    start = time.perf_counter()
+    assert main(["validate", "--params", str(bomb), "--dvc-yaml", "none"]) == 1
+    assert time.perf_counter() - start < 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith(f"error: {bomb}:") and "refused: its aliases" in out[0]

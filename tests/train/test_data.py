@@ -98,6 +98,23 @@ def test_workers_read_disjoint_shares(tmp_path):
         read_share(tmp_path, "sst", "train", 11, 12)
 
 
+def test_a_shard_that_breaks_while_a_worker_reads_it_is_named(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    write_rows(tmp_path, "sst", "train", synthetic_rows(5))
+
+    def broken(self, **kwargs):
+        raise pa.ArrowInvalid("Couldn't deserialize thrift: TProtocolException: Invalid data")
+        yield
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", broken)
+    with pytest.raises(DataError, match=r"part-00000\.parquet: not a readable Parquet shard, truncated or corrupt "
+                                        r"\(ArrowInvalid: Couldn't deserialize thrift.*\n  fix: rerun `deca "
+                                        r"prepare --tasks sst`"):
+        read_share(tmp_path, "sst", "train")
+
+
 def test_shares_stream_across_shards_into_a_mapped_file_that_is_gone(tmp_path, monkeypatch):
     """Two shards read a few rows at a time: the share, with `limit` and across shard and batch boundaries, is
     the same rows as a whole read; the table is backed by a memory map whose file is already unlinked."""

@@ -62,6 +62,16 @@ def test_inputs_are_checked_before_ray_starts(mini_data, tmp_path):
     no_rows = dataclasses.replace(params, data=dataclasses.replace(params.data, processed_dir=str(empty)))
     with pytest.raises(DataError, match="the training split of task 'sst' has no examples"):
         check_inputs(no_rows, ["sst"])
+    for split in ("train", "validation"):  # a truncated shard: named, with the fix, before Ray starts
+        broken = tmp_path / f"broken-{split}"
+        shutil.copytree(processed / "sst", broken / "sst")
+        shard = sorted((broken / "sst" / split).glob("*.parquet"))[0]
+        shard.write_bytes(shard.read_bytes()[:-20])
+        bad = dataclasses.replace(params, data=dataclasses.replace(params.data, processed_dir=str(broken)))
+        with pytest.raises(DataError, match="not a readable Parquet shard, truncated or corrupt") as err:
+            check_inputs(bad, ["sst"])
+        assert str(err.value).startswith(f"{shard}: ")
+        assert str(err.value).endswith("fix: rerun `deca prepare --tasks sst` (or `dvc repro prepare@sst`)")
     no_vectors = dataclasses.replace(params, model=dataclasses.replace(params.model,
                                                                        word_vectors=str(tmp_path / "glove.txt")))
     with pytest.raises(DataError, match="word-vector source not found"):  # on the driver, before Ray starts
@@ -90,3 +100,56 @@ def test_run_names_and_resume_errors(mini_data, tmp_path):
     with pytest.raises(ConfigError, match="unknown strategy"):
         fit(dataclasses.replace(params, train=dataclasses.replace(params.train, strategy="joint")),
             run_name="x", project=tmp_path)
+
+
+def test_a_training_that_fails_before_its_first_checkpoint_leaves_no_run_and_a_failed_mlflow_run(
+        mini_data, tmp_path, monkeypatch):
+    from mlflow import MlflowClient
+
+    from train import driver
+
+    processed, vocab, _ = mini_data
+    params = Params()
+    params.data = dataclasses.replace(params.data, processed_dir=str(processed), vocab_path=str(vocab))
+    params.train = dataclasses.replace(params.train, tasks=["sst"], storage_dir=str(tmp_path / "checkpoints"))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setattr(driver, "start_ray", lambda params: False)
+    def too_many(params):
+        raise ConfigError("train.num_workers=64 needs 64 CPU but Ray has 2")
+
+    monkeypatch.setattr(driver, "check_resources", too_many)
+    with pytest.raises(ConfigError, match="num_workers=64"):
+        fit(params, run_name="first", project=tmp_path)
+    assert not (tmp_path / "checkpoints" / "first").exists()
+    full = OSError(28, "No space left on device", str(tmp_path / "checkpoints" / "second" / "state.pt"))
+    def disk_full(params):
+        raise RuntimeError("Training failed due to worker errors") from full
+
+    monkeypatch.setattr(driver, "check_resources", disk_full)
+    with pytest.raises(driver.TrainingFailed) as err:
+        fit(params, run_name="second", project=tmp_path)
+    assert str(err.value).splitlines()[0] == (f"training run 'second' failed: no space left on the device of "
+                                              f"{full.filename}")
+    assert "the run folder" in str(err.value) and not (tmp_path / "checkpoints" / "second").exists()
+    runs = MlflowClient(uri).search_runs([e.experiment_id for e in MlflowClient(uri).search_experiments()])
+    assert sorted(r.info.status for r in runs) == ["FAILED", "FAILED"]
+
+
+def test_the_worker_error_inside_ray_trains_error_is_what_is_said(tmp_path):
+    from train.driver import training_failed, worker_cause
+
+    class WorkerGroupError(RuntimeError):
+        def __init__(self, failures):
+            super().__init__("Training failed due to worker errors:\n[Rank 0]\nTraceback (most recent call last): ...")
+            self.worker_failures = failures
+
+    shard = DataError(tmp_path / "part-0.parquet", "not a readable Parquet shard", fix="rerun `deca prepare`")
+    assert worker_cause(WorkerGroupError({0: shard})) is shard
+    text = str(training_failed(WorkerGroupError({0: shard}), "r", tmp_path, kept=True))
+    assert text.splitlines() == [f"training run 'r' failed: {tmp_path / 'part-0.parquet'}: not a readable Parquet "
+                                 "shard", "  fix: rerun `deca prepare`",
+                                 f"  checkpoints: {tmp_path}; continue with `deca train --resume r`"]
+    other = str(training_failed(WorkerGroupError({0: ZeroDivisionError("x")}), "r", tmp_path, kept=True))
+    assert other.startswith("training run 'r' failed: WorkerGroupError: Training failed due to worker errors:")
+    assert "Traceback" not in other

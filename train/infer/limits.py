@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from deca.text import SURROGATE_FIX, lone_surrogate
+
 MAX_CONTEXT_CHARS = 20_000
 
 
@@ -41,6 +43,8 @@ class InputLimits:
                               else f"must be a string, not {type(value).__name__}"))
             elif not value.strip():
                 found.append((field, "must contain some text, not only spaces"))
+            elif lone_surrogate(value):
+                found.append((field, f"{lone_surrogate(value)}; {SURROGATE_FIX}"))
             elif len(value) > limit:
                 found.append((field, f"at most {limit:,} characters, got {len(value):,}; shorten it "
                                      "(or raise --max-chars)"))
@@ -49,6 +53,8 @@ class InputLimits:
             found.append(("id", f"must be a string or an integer, not {type(rid).__name__}"))
         elif isinstance(rid, str) and not 1 <= len(rid) <= self.max_id_chars:
             found.append(("id", f"must have 1 to {self.max_id_chars} characters, got {len(rid)}"))
+        elif isinstance(rid, str) and lone_surrogate(rid):
+            found.append(("id", f"{lone_surrogate(rid)}; {SURROGATE_FIX}"))
         return found
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from deca.config import ModelConfig, from_dict
-from deca.errors import ConfigError, DataError
+from deca.errors import ConfigError, DataError, load_refusal
 from deca.io import atomic_write
 from train.mqan.model import MQAN, build_model, vector_sources
 from train.mqan.vectors import VectorSource
@@ -70,8 +70,7 @@ def read_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # corrupt archive, foreign pickle (weights_only refuses code), ...
-        first = " ".join(str(exc).split())[:300]
-        raise DataError(path, f"cannot load as a checkpoint: {type(exc).__name__}: {first}",
+        raise DataError(path, f"not a checkpoint written by deca train; {load_refusal(exc)}",
                         fix="use a checkpoint written by `deca train` (train/mqan/checkpoint.py)") from None
     if not isinstance(payload, dict) or payload.get("format") not in READABLE:
         raise DataError(path, f"not a {FORMAT} checkpoint", fix="use a checkpoint written by train/mqan/checkpoint.py")

@@ -180,7 +180,13 @@ def _load_matrix(path: Path, name: str) -> np.ndarray:
         matrix = np.load(path, mmap_mode="r")
     except FileNotFoundError:
         raise DataError(path, f"vector matrix of {name} missing", fix="reinstall or rebuild the vector source") from None
-    except (ValueError, OSError) as exc:
+    except ValueError as exc:
+        if "pickled" in str(exc) or "Python objects" in str(exc):
+            raise DataError(path, f"vector matrix of {name} refused: it holds pickled objects (code), not only numbers",
+                            fix="delete the file and rebuild or reinstall the vector source") from None
+        raise DataError(path, f"vector matrix of {name} unreadable ({exc})",
+                        fix="the file is truncated or corrupt: reinstall or rebuild the vector source") from None
+    except OSError as exc:
         raise DataError(path, f"vector matrix of {name} unreadable ({exc})",
                         fix="the file is truncated or corrupt: reinstall or rebuild the vector source") from None
     if matrix.ndim != 2 or matrix.dtype != np.float32:

@@ -99,6 +99,9 @@ def test_the_checkpoint_alone_is_enough(params_file, setup, tmp_path, capsys):  
     (b'{"context": "a", "question": ""}\n', "bad.jsonl:1: question: must contain some text"),
     (b'{"context": "a", "question": "b", "id": [1]}\n', "bad.jsonl:1: id: must be a string or an integer"),
     (b'{"question": "b"}\n', "bad.jsonl:1: context: this field is required"),
+    (b'{"context": "a", "question": "b"}\n{"context": "ab\\ud800", "question": "b"}\n',
+     "bad.jsonl:2: context: a lone surrogate \\ud800 at character 3, not text"),
+    (b'{"context": "a", "question": "b", "id": "\\udfff"}\n', "bad.jsonl:1: id: a lone surrogate \\udfff"),
 ])
 def test_every_bad_request_is_one_line_naming_the_line_and_field(params_file, tmp_path, capsys, content, message):
     _, path = params_file
@@ -117,6 +120,7 @@ def test_every_bad_request_is_one_line_naming_the_line_and_field(params_file, tm
     (["--max-chars", "0"], "--max-chars must be at least 1"),
     (["--context", "x" * 101, "--max-chars", "100"], "--context: at most 100 characters, got 101"),
     (["--context", "   "], "--context: must contain some text"),
+    (["--question", "caf\udce9?"], "--question: a lone surrogate \\udce9 at character 4, not text"),
 ])
 def test_bad_options_are_one_line(params_file, capsys, args, message):
     _, path = params_file

@@ -38,14 +38,14 @@ def test_refuses_another_vocabulary(tmp_path):
 
 
 def test_loading_is_weights_only(tmp_path):
-    class Evil:
-        def __reduce__(self):
-            return (print, ("pwned",))
+    from tests.payloads import Planted
 
-    bad = tmp_path / "evil.pt"
-    torch.save({"format": "deca-mqan/2", "x": Evil()}, bad)
-    with pytest.raises(DataError, match="cannot load"):
+    bad, marker = tmp_path / "evil.pt", tmp_path / "ran"
+    torch.save({"format": "deca-mqan/2", "x": Planted(marker)}, bad)
+    with pytest.raises(DataError, match=r"evil\.pt: not a checkpoint written by deca train; refused: it would run "
+                                        r"code \(posix\.mkdir\)") as info:
         read_checkpoint(bad)
+    assert not marker.exists() and len(str(info.value).splitlines()) == 2  # the line and its fix
     (tmp_path / "trunc.pt").write_bytes(save_checkpoint(tmp_path / "ok.pt", tiny_model("s2s")).read_bytes()[:100])
     with pytest.raises(DataError, match="not a complete checkpoint: the file \\(100 bytes\\) is truncated"):
         read_checkpoint(tmp_path / "trunc.pt")

@@ -75,6 +75,23 @@ def test_corrupt_converted_matrix_is_refused(tmp_path):
         open_source(str(folder))
 
 
+@pytest.mark.parametrize("kind", ["object array", "bare pickle"])
+def test_a_planted_payload_in_the_vector_cache_is_refused_and_never_runs(tmp_path, kind):
+    import pickle
+
+    from tests.payloads import Planted
+
+    folder = convert_text(write(tmp_path / "v.txt", ["a 1 1", "b 2 2"]), tmp_path / "c")
+    marker = tmp_path / "ran"
+    if kind == "object array":
+        np.save(folder / MATRIX, np.array([Planted(marker), 1], dtype=object), allow_pickle=True)
+    else:
+        (folder / MATRIX).write_bytes(pickle.dumps(Planted(marker)))
+    with pytest.raises(DataError, match=f"{MATRIX}: vector matrix of .* refused: it holds pickled objects") as info:
+        open_source(str(folder))
+    assert not marker.exists() and len(str(info.value).splitlines()) == 2
+
+
 def test_packaged_glove_equals_the_text_loader_on_the_same_words(tmp_path):
     glove = open_source("glove-6b-50d")
     assert glove.dim == 50 and len(glove.words) == 400_000 and isinstance(glove.matrix, np.memmap)
