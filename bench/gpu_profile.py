@@ -165,11 +165,16 @@ def main(argv=None) -> int:
         train = precision not in trained
         trained.add(precision)
         for name, fn in phases(model, vocab, data, decode_rows, args, device, precision, bool(graphs), train).items():
-            row = rows[f"{config} | {name}"] = measure(fn, args.steps, args.warmup, device)
-            if name.startswith("greedy"):  # the same ids with the switch on as off (in the same precision)?
-                ids[(config, name)] = fn()
-                ref = ids.get((precision, name))
-                row["same ids as " + precision] = None if ref is None else bool(torch.equal(ids[(config, name)], ref))
+            try:
+                row = rows[f"{config} | {name}"] = measure(fn, args.steps, args.warmup, device)
+                if name.startswith("greedy"):  # the same ids with the switch on as off (in the same precision)?
+                    ids[(config, name)] = fn()
+                    ref = ids.get((precision, name))
+                    row["same ids as " + precision] = None if ref is None else bool(torch.equal(ids[(config, name)], ref))
+            except Exception as exc:  # one failing configuration must not cost the others their rows
+                rows[f"{config} | {name}"] = {"error": f"{type(exc).__name__}: {exc}"}
+                print(f"| {config} | {name} | error: {type(exc).__name__}: {str(exc)[:300]} |", flush=True)
+                continue
             print_row(config, name, row, args)
     if args.json:
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, indent=1))
