@@ -9,6 +9,8 @@
 #                    ../shared/speedcheck with DEVICE=cuda: the original MQAN and this project side by side on the
 #                    same batches, fp32, then greedy decoding with --proj-opt cuda_graphs=1
 #   4. train.txt     short SST training runs (bf16, GloVe recipe) with train.bucketing budget / exact, if time is left
+# Knobs: ROUNDS, STEPS, MINUTES, BUDGET_S, TEST_ARGS, SC_VARIANTS (graphs_all: one variant, every case, with the
+# switch on), SPEEDCHECK_FIRST=1, PROFILE_CONFIGS, PROFILE_ARGS, TRAIN_BUCKETING ("" skips the training runs).
 # Prepare here with `.venv/bin/python bench/gpu_pack.py` (fills the git-ignored .gpu/), carry .gpu, then on the
 # GPU machine `bash bench/gpu_check.sh`. Rehearse here, small: OUT=/tmp/gco DEVICE=cpu ROUNDS=1 STEPS=1 MINUTES=0.1
 #   PROFILE_ARGS="--budget 1500 --decode-batch 16 --decode-steps 5 --warmup 1" SC_WORK=<a WORK built with STEPS=1>
@@ -45,18 +47,30 @@ stage() {  # stage NAME FILE SECONDS COMMAND...: run with a limit (at most what 
 } 2>&1 | tee "$OUT/env.txt"
 
 stage tests "$OUT/tests.txt" 150 $PY -m pytest -q -p no:cacheprovider -o addopts= tests/train/mqan/test_syncs.py \
-  tests/train/mqan/test_static_decode.py tests/train/mqan/test_packing.py
+  tests/train/mqan/test_static_decode.py tests/train/mqan/test_packing.py ${TEST_ARGS:-}
 
-stage profile "$OUT/profile.txt" 200 $PY bench/gpu_profile.py --device "$DEVICE" --raw .gpu/corpora --steps "$STEPS" \
-  --warmup 3 --configs fp32,fp32+graphs,bf16,bf16+graphs --json "$OUT/profile.json" ${PROFILE_ARGS:-}
+speedcheck() {
+  export WORK=${SC_WORK:-$PWD/.gpu/speedcheck_work} PY DEVICE SKIP_BENCH=1 INTERLEAVED=0 ROUNDS RESULTS=$OUT/speedcheck_results.jsonl
+  if [ "${SC_VARIANTS:-fp32 cuda_graphs}" = graphs_all ]; then  # one variant: every case, decoding with the switch on
+    stage "speedcheck cuda graphs, all cases" "$OUT/speedcheck.txt" 300 env VARIANT=cuda_graphs_all \
+      PROJ_ARGS="--proj-opt cuda_graphs=1" bash .gpu/speedcheck/run_all.sh
+  else
+    stage "speedcheck fp32" "$OUT/speedcheck.txt" 300 env VARIANT=fp32 bash .gpu/speedcheck/run_all.sh
+    stage "speedcheck cuda graphs" "$OUT/speedcheck.txt" 200 env VARIANT=cuda_graphs CASES="decode:squad decode:sst" \
+      PROJ_ARGS="--proj-opt cuda_graphs=1" bash .gpu/speedcheck/run_all.sh
+  fi
+  [ -f "$WORK/summary.md" ] && cp "$WORK/summary.md" "$OUT/speedcheck_summary.md"
+}
 
-export WORK=${SC_WORK:-$PWD/.gpu/speedcheck_work} PY DEVICE SKIP_BENCH=1 INTERLEAVED=0 ROUNDS RESULTS=$OUT/speedcheck_results.jsonl
-stage "speedcheck fp32" "$OUT/speedcheck.txt" 300 env VARIANT=fp32 bash .gpu/speedcheck/run_all.sh
-stage "speedcheck cuda graphs" "$OUT/speedcheck.txt" 200 env VARIANT=cuda_graphs CASES="decode:squad decode:sst" \
-  PROJ_ARGS="--proj-opt cuda_graphs=1" bash .gpu/speedcheck/run_all.sh
-[ -f "$WORK/summary.md" ] && cp "$WORK/summary.md" "$OUT/speedcheck_summary.md"
+profile() {
+  stage profile "$OUT/profile.txt" 200 $PY bench/gpu_profile.py --device "$DEVICE" --raw .gpu/corpora --steps "$STEPS" \
+    --warmup 3 --configs "${PROFILE_CONFIGS:-fp32,fp32+graphs,bf16,bf16+graphs}" --bucketing budget,exact \
+    --json "$OUT/profile.json" ${PROFILE_ARGS:-}
+}
 
-for bucketing in budget exact; do
+if [ -n "${SPEEDCHECK_FIRST:-}" ]; then speedcheck; profile; else profile; speedcheck; fi
+
+for bucketing in ${TRAIN_BUCKETING-budget exact}; do
   stage "SST $MINUTES min, bucketing $bucketing" "$OUT/train.txt" 120 $PY experiments/sst_ablation.py --device "$DEVICE" \
     --minutes "$MINUTES" --every 200 --ema 0.99 --workdir .gpu/work --overlay infra/params/glove.yaml \
     --set model.word_vectors=.gpu/glove --set train.precision=bf16 --set train.bucketing=$bucketing \

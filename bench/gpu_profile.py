@@ -48,17 +48,27 @@ def counts(prof, steps: int) -> dict[str, float]:
     """Kernels, launches, synchronisations and busy milliseconds per step from a profile of `steps` steps."""
     kernels = launches = syncs = 0
     busy_us = 0.0
-    for e in prof.events():
+    for e in prof.key_averages():
         if e.device_type == torch.autograd.DeviceType.CUDA:
-            if not e.name.startswith(("Memcpy", "Memset")):
-                kernels += 1
-                busy_us += getattr(e, "device_time", None) or getattr(e, "cuda_time", 0.0)
-        elif e.name in LAUNCHES:
-            launches += 1
-        elif e.name in SYNCS:
-            syncs += 1
+            if not e.key.startswith(("Memcpy", "Memset")):
+                kernels += e.count
+                busy_us += getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0.0)
+        elif e.key in LAUNCHES:
+            launches += e.count
+        elif e.key in SYNCS:
+            syncs += e.count
     return {"kernels": kernels / steps, "launches": launches / steps, "syncs": syncs / steps,
             "busy ms": busy_us / steps / 1000}
+
+
+def exact_batches(rows: list[dict], budget: int) -> list[list[dict]]:
+    """Batches whose rows share their context and question lengths (train.bucketing: exact), cut by the budget,
+    largest first."""
+    groups: dict[tuple[int, int], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((len(r["context_tokens"]), len(r["question_tokens"])), []).append(r)
+    batches = [b for g in groups.values() for b in bm.budget_batches(g, budget)]
+    return sorted(batches, key=len, reverse=True)
 
 
 def measure(fn, steps: int, warmup: int, device: torch.device) -> dict[str, float]:
@@ -90,9 +100,14 @@ def phases(model, vocab, data: dict, decode_rows: dict, args, device, precision:
     """The functions that run one step of each phase on `device` in `precision` (training only with `train`)."""
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     out: dict[str, callable] = {}
-    for task in ("squad", "sst") if train else ():
-        batches = bm.budget_batches(data[task], args.budget)
-        picked = [collate(b, vocab, device) for b in batches[len(batches) // 2:][: max(1, args.steps)]]
+    kinds = [(task, bucketing) for task in ("squad", "sst") for bucketing in args.bucketing.split(",")]
+    for task, bucketing in kinds if train else ():
+        if bucketing == "exact":
+            batches = exact_batches(data[task], args.budget)[: max(1, args.steps)]
+        else:
+            batches = bm.budget_batches(data[task], args.budget)
+            batches = batches[len(batches) // 2:][: max(1, args.steps)]
+        picked = [collate(b, vocab, device) for b in batches]
         state = {"i": 0}
 
         def train_step(picked=picked, state=state):
@@ -106,7 +121,8 @@ def phases(model, vocab, data: dict, decode_rows: dict, args, device, precision:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
 
-        out[f"train step, {task}"] = train_step
+        size = sum(map(len, batches)) / len(batches)
+        out[f"train step, {task}{', exact lengths' if bucketing == 'exact' else ''} ({size:.0f} ex)"] = train_step
     for task in ("sst", "squad"):
         b = collate(decode_rows[task], vocab, device)
 
@@ -130,6 +146,9 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default="fp32,fp32+graphs,bf16+graphs",
                     help="comma-separated precision[+graphs]: fp32 or bf16, +graphs = greedy decoding with one step "
                          "captured as a CUDA graph (training steps are profiled once per precision); default %(default)s")
+    ap.add_argument("--bucketing", default="budget", help="training batches: budget (length-sorted, cut by the "
+                    "budget, as bench/model.py), exact (one context and question length per batch), or both: "
+                    "budget,exact (default %(default)s)")
     ap.add_argument("--launch-us", type=float, default=4.0, help="cost of one launch for the floor (default 4 us)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write the rows here")

@@ -14,6 +14,7 @@ from torch.utils.checkpoint import checkpoint
 
 from deca.config import ModelConfig
 from train.mqan.batch import Sequences
+from train.mqan import packing as packing_module
 from train.mqan.packing import Packing
 
 
@@ -33,12 +34,16 @@ class BiLSTM(nn.Module):
         self.rnn = nn.LSTM(d_in, d_out // 2, num_layers=layers, bidirectional=True, batch_first=True,
                            dropout=dropout if layers > 1 else 0.0)
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor | Packing):
-        """x [B, L, d_in]; `lengths` [B] (CPU) or their `Packing` (computed once per batch field)."""
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | Packing, final_state: bool = True):
+        """x [B, L, d_in]; `lengths` [B] (CPU) or their `Packing` (computed once per batch field). Without
+        `final_state` (the caller discards it) the state returned is None, and on a GPU rows of different
+        lengths run unpacked, one direction at a time (train/mqan/packing.py): the same outputs."""
         B, L, _ = x.shape
         packing = lengths if isinstance(lengths, Packing) else Packing.of(lengths, L, x.device)
         if packing.equal:
             out, (h, c) = self.rnn(self.drop(x))  # [B, L, d_out]
+        elif not final_state and self.rnn.num_layers == 1 and packing_module.unpacked_directions(x):
+            return self._directions(self.drop(x), packing), None
         else:
             rnn = self.rnn  # the zero initial state given, not read from batch_sizes[0] (.item())
             h0 = x.new_zeros(rnn.num_layers * 2, B, rnn.hidden_size)
@@ -49,6 +54,17 @@ class BiLSTM(nn.Module):
             return s.view(-1, 2, B, s.shape[-1]).transpose(1, 2).reshape(-1, B, 2 * s.shape[-1])
 
         return out, (merge(h), merge(c))
+
+    def _directions(self, x: torch.Tensor, packing: Packing) -> torch.Tensor:
+        """[B, L, d_out] outputs of right-padded rows of different lengths, each direction run unpacked; zeros at
+        padding. The backward direction reads each row's real positions reversed, so padding comes last."""
+        rnn, outs = self.rnn, []
+        for suffix, inp in (("", x), ("_reverse", packing.reverse_rows(x))):
+            weights = [getattr(rnn, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            h0 = x.new_zeros(1, packing.batch, rnn.hidden_size)
+            out = torch._VF.lstm(inp, (h0, h0), weights, True, 1, 0.0, self.training, False, True)[0]
+            outs.append(out if suffix == "" else packing.reverse_rows(out))
+        return torch.cat(outs, -1).masked_fill(~packing.real[..., None], 0.0)
 
 
 def masked_fill_value(dtype: torch.dtype) -> float:
@@ -291,14 +307,15 @@ class Arm(nn.Module):
                                     for _ in range(cfg.transformer_layers))
         self.final = BiLSTM(d, d, cfg.rnn_layers, p)
 
-    def forward(self, x: torch.Tensor, seq: Sequences):
+    def forward(self, x: torch.Tensor, seq: Sequences, final_state: bool = True):
+        """x [B, L, d_in] -> (C_fin [B, L, d], the final BiLSTM's final (h, c), or None without `final_state`)."""
         if self.recompute and self.training and torch.is_grad_enabled():
-            return checkpoint(self._forward, x, seq, use_reentrant=False)
-        return self._forward(x, seq)
+            return checkpoint(self._forward, x, seq, final_state, use_reentrant=False)
+        return self._forward(x, seq, final_state)
 
-    def _forward(self, x: torch.Tensor, seq: Sequences):
-        x, _ = self.compress(x, seq.packing(x.device))  # [B, L, d] C_com
+    def _forward(self, x: torch.Tensor, seq: Sequences, final_state: bool = True):
+        x, _ = self.compress(x, seq.packing(x.device), final_state=False)  # [B, L, d] C_com
         x = self.drop(x)
         for layer in self.layers:
             x = layer(x, seq.mask)  # C_self
-        return self.final(x, seq.packing(x.device))  # C_fin [B, L, d], final (h, c)
+        return self.final(x, seq.packing(x.device), final_state)  # C_fin [B, L, d], final (h, c)

@@ -177,19 +177,19 @@ class MQAN(nn.Module):
         if not arch.split:
             s = batch.context_question
             proj = self.enc_proj(self._embed_input(s, feats))  # [B, L, d]
-            x, state = self.encode_ind(proj, s.packing(proj.device))
+            x, state = self.encode_ind(proj, s.packing(proj.device), final_state=not arch.self_attention)
             if arch.self_attention:
                 x, state = self.context_arm(torch.cat([proj, x], -1), s)
             return Encoded(x, s.mask, s.ext, None, None, None, state, feats)
         c, q = batch.context, batch.question
         c_proj, q_proj = self.enc_proj(self._embed_input(c, feats)), self.enc_proj(self._embed_input(q, feats))
-        c_ind, _ = self.encode_ind(c_proj, c.packing(c_proj.device))
-        q_ind, _ = self.encode_ind(q_proj, q.packing(q_proj.device))
+        c_ind, _ = self.encode_ind(c_proj, c.packing(c_proj.device), final_state=False)
+        q_ind, _ = self.encode_ind(q_proj, q.packing(q_proj.device), final_state=False)
         q_sum, c_coa, c_sum, q_coa = self.coattention(c_ind, q_ind, c.mask, q.mask)
         c_fin, state = self.context_arm(torch.cat([c_proj, c_ind, q_sum, c_coa], -1), c)  # Eq. 20
         if not arch.question_pointer:
             return Encoded(c_fin, c.mask, c.ext, None, None, None, state, feats)
-        q_fin, _ = self.question_arm(torch.cat([q_proj, q_ind, c_sum, q_coa], -1), q)  # Eq. 21
+        q_fin, _ = self.question_arm(torch.cat([q_proj, q_ind, c_sum, q_coa], -1), q, final_state=False)  # Eq. 21
         return Encoded(c_fin, c.mask, c.ext, q_fin, q.mask, q.ext, state, feats)
 
     # ---- decoder pieces shared by teacher forcing and greedy decoding ---------------------------------

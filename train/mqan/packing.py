@@ -13,7 +13,15 @@ time-major), so the LSTM sees the same data and gives the same results.
 
 When every row of a batch has the same length (length-bucketed batches, train.bucketing: exact) nothing is
 packed: the LSTM runs on the padded tensor as it is, which is also what lets cuDNN pick its persistent
-kernels for small hidden sizes (packed input always gets the standard algorithm).
+kernels for small hidden sizes (PyTorch's `get_algo` in aten/src/ATen/native/cudnn/RNN.cpp chooses
+CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H only for unpacked input, hidden size <= 192 forward and <= 128
+backward; packed input always gets the standard algorithm, which launches kernels per time step).
+
+Rows of different lengths can run unpacked too, one direction at a time (`reverse_index`): the forward
+direction reads each right-padded row as it is (padding comes after every real position), the backward
+direction reads each row with its real positions reversed (`reverse_index`, an involution), so padding
+again comes last. Every real position's output is then exactly the packed one; the final (h, c) of a row
+is not (cuDNN returns the state after the padding), so a BiLSTM whose final state is used stays packed.
 """
 from __future__ import annotations
 
@@ -21,6 +29,12 @@ from dataclasses import dataclass
 
 import torch
 from torch.nn.utils.rnn import PackedSequence
+
+
+def unpacked_directions(x: torch.Tensor) -> bool:
+    """Whether BiLSTMs over rows of different lengths run each direction unpacked (`Packing.reverse_rows`):
+    on a GPU, where that gets cuDNN's persistent kernels; on a CPU packing computes less and stays."""
+    return x.is_cuda
 
 
 def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -41,6 +55,8 @@ class Packing:
     batch_sizes: torch.Tensor | None  # [L'] rows still running at each time step (CPU, as PackedSequence wants)
     sorted_indices: torch.Tensor | None  # [B] rows by descending length, on the device
     unsorted_indices: torch.Tensor | None  # [B] its inverse, on the device
+    reverse_index: torch.Tensor | None = None  # [B * L] each row's real positions reversed, padding in place
+    real: torch.Tensor | None = None  # [B, L] bool, True at real positions, on the device
 
     @classmethod
     def of(cls, lengths: torch.Tensor, width: int, device: torch.device | str = "cpu") -> "Packing":
@@ -55,13 +71,20 @@ class Packing:
         valid = t[:, None] < sorted_lengths[None, :]  # [L', B] time-major, rows in sorted order
         index = (order[None, :] * width + t[:, None])[valid]  # [N]
         unsorted = torch.empty_like(order).scatter_(0, order, torch.arange(B))
+        pos, n = torch.arange(width)[None, :], lengths[:, None]
+        reverse = (torch.arange(B)[:, None] * width + torch.where(pos < n, n - 1 - pos, pos)).reshape(-1)
         return cls(B, width, False, to_device(index, device), valid.sum(1), to_device(order, device),
-                   to_device(unsorted, device))
+                   to_device(unsorted, device), to_device(reverse, device), to_device(pos < n, device))
 
     def pack(self, x: torch.Tensor) -> PackedSequence:
         """x [B, L, D] -> the PackedSequence of its real positions."""
         data = x.reshape(self.batch * self.width, x.shape[-1]).index_select(0, self.index)
         return PackedSequence(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+
+    def reverse_rows(self, x: torch.Tensor) -> torch.Tensor:
+        """x [B, L, D] with each row's real positions in reverse order (padding stays where it is)."""
+        flat = x.reshape(self.batch * self.width, x.shape[-1]).index_select(0, self.reverse_index)
+        return flat.view(self.batch, self.width, x.shape[-1])
 
     def unpack(self, packed: PackedSequence) -> torch.Tensor:
         """The packed output -> [B, L, H], zeros at padding."""

