@@ -40,7 +40,7 @@ class BiLSTM(nn.Module):
         lengths run unpacked, one direction at a time (train/mqan/packing.py): the same outputs."""
         B, L, _ = x.shape
         packing = lengths if isinstance(lengths, Packing) else Packing.of(lengths, L, x.device)
-        if packing.equal:
+        if packing.equal and packing_module.run_unpacked(x):
             out, (h, c) = self.rnn(self.drop(x))  # [B, L, d_out]
         elif not final_state and self.rnn.num_layers == 1 and packing_module.unpacked_directions(x):
             return self._directions(self.drop(x), packing), None

@@ -31,10 +31,17 @@ import torch
 from torch.nn.utils.rnn import PackedSequence
 
 
+def run_unpacked(x: torch.Tensor) -> bool:
+    """Whether rows of equal length run unpacked: everywhere but on a GPU under bf16 autocast, where cuDNN's
+    unpacked RNN measured 8-14x slower per training step than fp32 (a host-side cost, 0.5-0.9 s per step on an
+    H200 with 9-20 ms of GPU work; docs/results/gpu_floor.md), so bf16 keeps the packed path it had."""
+    return not (x.is_cuda and torch.is_autocast_enabled("cuda"))
+
+
 def unpacked_directions(x: torch.Tensor) -> bool:
     """Whether BiLSTMs over rows of different lengths run each direction unpacked (`Packing.reverse_rows`):
-    on a GPU, where that gets cuDNN's persistent kernels; on a CPU packing computes less and stays."""
-    return x.is_cuda
+    on a GPU in fp32, where that gets cuDNN's persistent kernels; on a CPU packing computes less and stays."""
+    return x.is_cuda and run_unpacked(x)
 
 
 def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -50,13 +57,13 @@ class Packing:
 
     batch: int  # B
     width: int  # L
-    equal: bool  # every row is L long: run the LSTM on the padded tensor, nothing to pack
-    index: torch.Tensor | None  # [N] position in the flattened [B * L] of each packed element, on the device
-    batch_sizes: torch.Tensor | None  # [L'] rows still running at each time step (CPU, as PackedSequence wants)
-    sorted_indices: torch.Tensor | None  # [B] rows by descending length, on the device
-    unsorted_indices: torch.Tensor | None  # [B] its inverse, on the device
-    reverse_index: torch.Tensor | None = None  # [B * L] each row's real positions reversed, padding in place
-    real: torch.Tensor | None = None  # [B, L] bool, True at real positions, on the device
+    equal: bool  # every row is L long: the LSTM may run on the padded tensor, nothing to pack
+    index: torch.Tensor  # [N] position in the flattened [B * L] of each packed element, on the device
+    batch_sizes: torch.Tensor  # [L'] rows still running at each time step (CPU, as PackedSequence wants)
+    sorted_indices: torch.Tensor  # [B] rows by descending length, on the device
+    unsorted_indices: torch.Tensor  # [B] its inverse, on the device
+    reverse_index: torch.Tensor  # [B * L] each row's real positions reversed, padding in place
+    real: torch.Tensor  # [B, L] bool, True at real positions, on the device
 
     @classmethod
     def of(cls, lengths: torch.Tensor, width: int, device: torch.device | str = "cpu") -> "Packing":
@@ -64,8 +71,6 @@ class Packing:
         device = torch.device(device)
         lengths = lengths.cpu().long()
         B = len(lengths)
-        if bool((lengths == width).all()):
-            return cls(B, width, True, None, None, None, None)
         sorted_lengths, order = torch.sort(lengths, descending=True)  # as pack_padded_sequence sorts
         t = torch.arange(int(sorted_lengths[0]))
         valid = t[:, None] < sorted_lengths[None, :]  # [L', B] time-major, rows in sorted order
@@ -73,7 +78,7 @@ class Packing:
         unsorted = torch.empty_like(order).scatter_(0, order, torch.arange(B))
         pos, n = torch.arange(width)[None, :], lengths[:, None]
         reverse = (torch.arange(B)[:, None] * width + torch.where(pos < n, n - 1 - pos, pos)).reshape(-1)
-        return cls(B, width, False, to_device(index, device), valid.sum(1), to_device(order, device),
+        return cls(B, width, bool((lengths == width).all()), to_device(index, device), valid.sum(1), to_device(order, device),
                    to_device(unsorted, device), to_device(reverse, device), to_device(pos < n, device))
 
     def pack(self, x: torch.Tensor) -> PackedSequence:

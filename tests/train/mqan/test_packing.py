@@ -41,7 +41,8 @@ def test_equal_lengths_run_unpacked_and_padding_stays_zero():
     lengths = torch.tensor([4, 4, 4])
     assert Packing.of(lengths, 4).equal and not Packing.of(lengths, 5).equal
     packing = Packing.of(torch.tensor([3, 1, 2]), 3)
-    assert packing.batch_sizes.tolist() == [3, 2, 1]
+    assert packing.batch_sizes.tolist() == [3, 2, 1] and Packing.of(lengths, 4).index.tolist() == [0, 4, 8, 1, 5, 9,
+                                                                                                  2, 6, 10, 3, 7, 11]
     assert packing.index.tolist() == [0, 6, 3, 1, 7, 2]  # time-major over rows sorted by length: 0, 2, 1
     bilstm = BiLSTM(2, 4)
     out, _ = bilstm(torch.randn(3, 3, 2), torch.tensor([3, 1, 2]))
@@ -58,6 +59,18 @@ def test_the_unpacked_path_is_the_packed_path_for_equal_lengths():
     ref_out, ref_h, ref_c = reference(bilstm, x, lengths)
     assert torch.allclose(out, ref_out, rtol=0, atol=1e-13) and torch.allclose(c, ref_c, rtol=0, atol=1e-13)
     assert isinstance(bilstm.rnn, nn.LSTM)
+
+
+def test_equal_lengths_can_still_be_packed(monkeypatch):
+    """Where unpacked runs are slow (a GPU under bf16 autocast) equal lengths take the packed path: same result."""
+    torch.manual_seed(3)
+    bilstm = BiLSTM(5, 6).double()
+    x = torch.randn(3, 4, 5, dtype=torch.float64)
+    lengths = torch.full((3,), 4)
+    out, (h, c) = bilstm(x, lengths)
+    monkeypatch.setattr(packing_module, "run_unpacked", lambda x: False)
+    out2, (h2, c2) = bilstm(x, lengths)
+    assert torch.allclose(out, out2, rtol=0, atol=1e-13) and torch.allclose(c, c2, rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("lengths", [[5, 2, 7, 7, 1], [3, 1], [6, 6, 2]])
