@@ -1,0 +1,28 @@
+"""docs/results/gpu_floor.md is what its records give, and the generator says when a figure has no record."""
+import json
+import shutil
+
+from experiments import gpu_floor_report as report
+
+
+def test_the_committed_page_is_regenerated_from_its_records_without_a_difference():
+    assert report.PAGE.read_text(encoding="utf-8") == report.render()
+    assert report.main(["--check"]) == 0
+
+
+def test_a_missing_record_says_not_measured_and_the_check_fails(tmp_path):
+    records = tmp_path / "gpu_floor"
+    shutil.copytree(report.RECORDS, records)
+    (records / "run3" / "speedcheck_results.jsonl").unlink()
+    text = report.render(records)
+    assert "| training examples/s against the original, SQuAD | not measured |" in text
+    page = tmp_path / "page.md"
+    page.write_text(report.render(), encoding="utf-8")
+    assert report.main(["--check", "--records", str(records), "--out", str(page)]) == 1
+
+
+def test_side_by_side_ratios_are_per_round_and_their_median():
+    agg = report.side_by_side(report.RECORDS / "run1")[("fp32", "train squad")]
+    rows = [json.loads(line) for line in (report.RECORDS / "run1" / "speedcheck_results.jsonl").read_text().splitlines()]
+    r1 = {r["impl"]: r["examples_per_s"] for r in rows if r["tag"] == "fp32/r1" and r["mode"] == "train" and r["task"] == "squad"}
+    assert agg["ratio"][0] == r1["project"] / r1["original"] and len(agg["ratio"]) == 2
