@@ -33,6 +33,7 @@ from train.infer.serve.examples import task_examples
 from train.infer.serve.schema import Limits, RequestError, parse_body, request_adapters
 
 STATIC = Path(__file__).resolve().parent / "static"
+GRACE_S = 30.0  # seconds the calls in flight get to finish after SIGTERM
 
 
 class Backend(Protocol):
@@ -148,9 +149,19 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_local(app: FastAPI, sock: socket.socket, log_level: str = "info") -> None:
-    """Serve `app` with uvicorn on the bound socket until Ctrl-C / SIGTERM."""
+def serve_local(app: FastAPI, sock: socket.socket, log_level: str = "info", grace_s: float = GRACE_S) -> None:
+    """Serve `app` with uvicorn on the bound socket until Ctrl-C / SIGTERM. On SIGTERM the calls in flight are
+    answered (for up to `grace_s` seconds) before the process ends, with exit status 0: uvicorn re-raises the
+    signal it caught once it has shut down, which here reaches a handler that does nothing instead of the
+    default one that kills the process (status 143)."""
+    import signal
+
     import uvicorn
 
-    config = uvicorn.Config(app, log_level=log_level, access_log=log_level == "debug", timeout_graceful_shutdown=5)
-    uvicorn.Server(config).run(sockets=[sock])
+    config = uvicorn.Config(app, log_level=log_level, access_log=log_level == "debug",
+                            timeout_graceful_shutdown=grace_s)
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -111,6 +111,7 @@ class Batcher:
         self.batch_tokens = batch_tokens
         self.stats = BatchStats()
         self._calls: dict[int, list[tuple[dict, asyncio.Future]]] = {}  # call -> its waiting rows, in order
+        self._opener = -1  # the call whose row opened the last batch: the next batch starts after it
         self._opened: float | None = None  # when the oldest waiting row arrived
         self._ids = itertools.count()
         self._wake: asyncio.Event | None = None
@@ -158,10 +159,15 @@ class Batcher:
 
     def _take(self) -> list[tuple[dict, asyncio.Future]]:
         """One batch: a row from each waiting call in turn until `max_batch` rows or `batch_tokens` tokens (a
-        call whose next row does not fit any more sits out the rest of this batch)."""
+        call whose next row does not fit any more sits out the rest of this batch). Batches are opened by the
+        waiting calls in turn, round robin in order of arrival: when one call's rows are each over the budget
+        (each runs alone), a later call's row opens the next batch instead of waiting for all of them."""
         batch, tokens, out = [], 0, set()
+        later = [c for c in self._calls if c > self._opener]  # calls are numbered in order of arrival
+        turn = later + [c for c in self._calls if c <= self._opener]
+        self._opener = turn[0] if turn else self._opener
         while len(batch) < self.max_batch and set(self._calls) - out:
-            for call in [c for c in self._calls if c not in out]:
+            for call in [c for c in turn if c in self._calls and c not in out]:
                 row, future = self._calls[call][0]
                 if batch and tokens + row_cost(row) > self.batch_tokens:
                     out.add(call)

@@ -185,3 +185,27 @@ def test_a_small_call_is_answered_between_the_pieces_of_a_large_one():
     assert small == [{"id": "small"}] and len(large) == 12
     assert pieces_before <= 2  # answered with the second piece, not after all three
     assert "small" in order[1]
+
+
+def test_a_small_call_waits_for_one_row_of_a_call_whose_rows_are_each_over_the_budget():
+    """Rows over --batch-tokens run alone; the small call must not wait for all of them (it waited 92 s)."""
+    order = []
+
+    def answer(batch):
+        time.sleep(0.03)
+        order.append([r["id"] for r in batch])
+        return [{"id": r["id"]} for r in batch]
+
+    async def go():
+        batcher = Batcher(answer, max_batch=64, max_wait_ms=1, batch_tokens=100)
+        try:
+            large = asyncio.ensure_future(batcher.submit([long_row(i, 500) for i in range(10)]))
+            await asyncio.sleep(0.01)
+            small = await batcher.submit([{**long_row(0, 3), "id": "small"}])
+            return small, [ids for ids in order], await large
+        finally:
+            await batcher.stop()
+
+    small, before, large = run(go)
+    assert small == [{"id": "small"}] and [a["id"] for a in large] == [f"long{i}" for i in range(10)]
+    assert len(before) <= 2 and ["small"] in before  # at most the row being run, then the small call's

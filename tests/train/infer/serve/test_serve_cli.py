@@ -98,3 +98,36 @@ def test_deca_serve_process_answers_and_stops_on_ctrl_c(checkpoint):
         reader.join(timeout=10)
     assert code == 130 and lines[-1] == "interrupted\n", "".join(lines)
     assert "Traceback" not in "".join(lines)
+
+
+@pytest.mark.slow
+def test_sigterm_answers_the_calls_in_flight_and_exits_0(checkpoint):
+    """SIGTERM (a service manager stopping the server): calls in flight are answered, then exit status 0."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    proc, url, lines, reader = start(["--checkpoint", str(checkpoint), "--port", "0", "--device", "cpu"])
+    body = [{"context": "the film was a delight , warm and sharp . " * 40, "question": "Is it positive?"}] * 16
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                http(f"{url}/health", timeout=5)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        with ThreadPoolExecutor(5) as pool:
+            calls = [pool.submit(http, f"{url}/predict", body, timeout=60) for _ in range(5)]
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            results = [c.result() for c in calls]
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reader.join(timeout=10)
+    assert [status for status, _, _ in results] == [200] * 5
+    assert all(len(answers) == 16 for _, answers, _ in results)
+    assert code == 0, "".join(lines)
+    assert "Traceback" not in "".join(lines)
