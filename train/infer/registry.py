@@ -99,11 +99,19 @@ def register_run(run_dir: str | Path, name: str | None = None, aliases: tuple[st
             with resumed(client, run_id):
                 model_id = log_model(checkpoint).model_id
         if name:
-            version = mlflow.register_model(f"models:/{model_id}", name, tags={"deca.run": run_dir.name})
+            version = mlflow.register_model(f"models:/{model_id}", name,
+                                            tags={"deca.run": run_dir.name, **lineage_tags(client, run_id)})
             for alias in aliases:
                 client.set_registered_model_alias(name, alias, version.version)
             done.name, done.version, done.aliases = name, str(version.version), tuple(aliases)
     return done
+
+
+def lineage_tags(client: MlflowClient, run_id: str) -> dict[str, str]:
+    """The ``lineage.*`` tags of a run (deca/lineage.py), which a registered version carries too."""
+    from deca.lineage import PREFIX
+
+    return {k: v for k, v in client.get_run(run_id).data.tags.items() if k.startswith(PREFIX)}
 
 
 def logged_model(client: MlflowClient, run_id: str, sha256: str) -> str | None:
