@@ -128,9 +128,7 @@ def log_lineage(uri: str, run_id: str, record: Mapping[str, Any], processed_dir:
     """Log a run's lineage (deca/lineage.py): ``lineage.*`` tags, the record as ``lineage/lineage.json``, and
     each processed task/split it reads as an MLflow dataset input (name ``<task>/<split>``, its digest,
     context ``training`` or ``validation``)."""
-    from mlflow.data.artifact_dataset_sources import LocalArtifactDatasetSource
-    from mlflow.data.meta_dataset import MetaDataset
-    from mlflow.entities import DatasetInput, InputTag, RunTag
+    from mlflow.entities import Dataset, DatasetInput, InputTag, RunTag
 
     from deca.lineage import tags
     from deca.schema import split_dir
@@ -140,10 +138,10 @@ def log_lineage(uri: str, run_id: str, record: Mapping[str, Any], processed_dir:
     inputs = []
     for name, sha in sorted((record.get("data") or {}).items()):
         task, split = name.rsplit("/", 1)
-        source = LocalArtifactDatasetSource(str(split_dir(processed_dir, task, split)))
-        dataset = MetaDataset(source, name=name, digest=(sha or "missing")[:36])
+        source = json.dumps({"uri": Path(split_dir(processed_dir, task, split)).resolve().as_uri()})
+        dataset = Dataset(name, (sha or "missing")[:36], "local", source)  # MLflow keeps 36 characters of digest
         context = "training" if split == "train" else split
-        inputs.append(DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)]))
+        inputs.append(DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)]))
     if inputs:
         c.log_inputs(run_id, datasets=inputs)
     with tempfile.TemporaryDirectory() as tmp:
