@@ -14,8 +14,6 @@ Exit status 0 when the chain is complete, 1 when a link is missing.
 from __future__ import annotations
 
 import argparse
-import json
-import tempfile
 from pathlib import Path
 
 from deca.config import add_params_arguments, params_from_args
@@ -69,28 +67,22 @@ def resolve(source: str, storage_dir: str) -> tuple[str, str, list[str], dict[st
 
 def lineage_of(source: str, storage_dir: str) -> tuple[list[str], list[str]]:
     """(lines, missing links) of the lineage of `source` (see the module docstring)."""
-    from mlflow.exceptions import MlflowException
-
-    from deca.metric_logging import check_server, client
+    from deca.metric_logging import check_server
+    from train.infer.registry import run_and_models
 
     uri, run_id, lines, version_tags = resolve(source, storage_dir)
     check_server(uri)
-    c = client(uri)
-    try:
-        r = c.get_run(run_id)
-    except MlflowException:
-        raise ConfigError(f"{source}: no MLflow run {run_id} in {uri} (set MLFLOW_TRACKING_URI to its store)") from None
+    r, models, record = run_and_models(uri, run_id)
     missing = []
-    models = c.search_logged_models(experiment_ids=[r.info.experiment_id], filter_string=f"source_run_id = '{run_id}'")
     if models:
-        lines.append(f"model    runs:/{run_id}/model (logged model {models[0].model_id})")
+        lines.append(f"model    runs:/{run_id}/model (logged model {models[0]})")
     else:
         missing.append(f"model: run {run_id} has no logged model (`deca register --run DIR` logs it)")
     lines.append(f"run      {run_id} ({r.info.run_name}, {r.info.status}) in {uri}")
     run_tags = {k: v for k, v in r.data.tags.items() if k.startswith(PREFIX)}
     if version_tags is not None:
         missing += version_gaps(version_tags, run_tags)
-    more, gaps = chain(read_record(c, run_id))
+    more, gaps = chain(record)
     return lines + more, missing + gaps
 
 
@@ -103,15 +95,3 @@ def version_gaps(version_tags: dict[str, str], run_tags: dict[str, str]) -> list
         return []
     return [f"version tags: {len(differ)} lineage tag(s) absent or different from its run's ({differ[0]}, ...); "
             "register the run again"]
-
-
-def read_record(c, run_id: str) -> dict | None:
-    """The run's lineage/lineage.json, or None when it has none."""
-    from mlflow.exceptions import MlflowException
-
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            path = c.download_artifacts(run_id, "lineage/lineage.json", tmp)
-        except (MlflowException, OSError):
-            return None
-        return json.loads(Path(path).read_text(encoding="utf-8"))

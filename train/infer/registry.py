@@ -210,3 +210,23 @@ def model_checkpoint(uri: str, store: str | None = None) -> Path:
                           "artifact); register a run's model with `deca register --run NAME`")
     return folder / path
 
+
+
+def run_and_models(uri: str, run_id: str):
+    """(the MLflow Run `run_id` of store `uri`, ids of the models it logged, its lineage/lineage.json or None);
+    ConfigError naming the store when there is no such run."""
+    import json
+
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        raise ConfigError(f"no MLflow run {run_id} in {uri} (set MLFLOW_TRACKING_URI to the store it is in)") from None
+    models = client.search_logged_models(experiment_ids=[run.info.experiment_id],
+                                         filter_string=f"source_run_id = '{run_id}'")
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            record = json.loads(Path(client.download_artifacts(run_id, "lineage/lineage.json", tmp)).read_text())
+        except (MlflowException, OSError):
+            record = None
+    return run, [m.model_id for m in models], record
