@@ -148,12 +148,17 @@ def promote(name: str, version: str, alias: str, uri: str | None = None) -> str 
     check_alias(alias)
     with tracking(uri or registry_uri()) as client:
         model_version(client, name, version=version)
-        try:
-            before = client.get_model_version_by_alias(name, alias).version
-        except MlflowException:
-            before = None
+        before = alias_holder(client, name, alias)
         client.set_registered_model_alias(name, alias, version)
-    return None if before is None else str(before)
+    return before
+
+
+def alias_holder(client: MlflowClient, name: str, alias: str) -> str | None:
+    """The version `alias` of `name` points at, or None."""
+    try:
+        return str(client.get_model_version_by_alias(name, alias).version)
+    except MlflowException:
+        return None
 
 
 def versions(name: str, uri: str | None = None) -> list[dict]:
