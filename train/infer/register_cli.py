@@ -14,8 +14,8 @@ Examples:
 --run is a run directory or a run name under train.storage_dir (default: the latest run). The model is
 logged into the run's own MLflow run (its deca_run.json names it and its store), once per checkpoint; it
 is an MLflow pyfunc model that answers as `deca predict` does (train/infer/mlflow_model.py). `deca train`
-does the same at the end of a run when train.register_model is set. --version, --alias (without --run)
-and --list use the store of MLFLOW_TRACKING_URI (default sqlite:///mlflow.db here).
+logs it at the end of every finished run (registered when train.register_model is set). --version,
+--alias (without --run) and --list use the store of MLFLOW_TRACKING_URI (default sqlite:///mlflow.db here).
 
 Gated promotion (train/infer/promotion.py, eval/gate.py): with --candidate-predictions and
 --holder-predictions (`deca evaluate` of the new version and of the alias's current one, on the same
