@@ -18,9 +18,9 @@ pytestmark = pytest.mark.slow
 
 def test_the_workspace_is_as_recorded_and_retraining_gives_identical_weights(in_project, capsys):  # noqa: F811
     capsys.readouterr()
-    assert main(["reproduce", "logged", "--check",]) == 0
+    assert main(["reproduce", "logged", "--check"]) == 0
     assert "workspace: as recorded" in capsys.readouterr().out
-    assert main(["reproduce", "logged", "--no-progress",]) == 0
+    assert main(["reproduce", "logged", "--no-progress"]) == 0
     assert "identical: the best model of logged-reproduced-" in capsys.readouterr().out
 
 
