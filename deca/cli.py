@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("train.infer.predict_cli", "ask a trained model your own questions (JSON lines in and out)"),
     "serve": ("train.infer.serve_cli", "serve a trained model over HTTP: JSON API and a demo page (uvicorn or Ray Serve)"),
     "register": ("train.infer.register_cli", "log a run's best model as an MLflow model; Model Registry versions and aliases"),
+    "lineage": ("train.infer.lineage_cli", "where a run's or a registered model came from: commit, params, data"),
+    "reproduce": ("train.reproduce_cli", "check the workspace against a run's lineage, retrain it, compare weights"),
     "score": ("eval.score_cli", "score prediction files against the processed gold; decaScore"),
     "compare": ("eval.compare_cli", "compare runs (MLflow or DVC experiments) task by task, like Table 3"),
     "validate": ("infra.validate_cli", "check params.yaml (and overlays) against the config, dvc.yaml against the code"),

@@ -180,6 +180,23 @@ class EvaluateConfig:
 
 
 @dataclass
+class RegisterConfig:
+    """The promotion gate of `deca register --alias` (eval/gate.py, train/infer/promotion.py)."""
+
+    gated: list[str] = field(default_factory=list)  # aliases that move only through the gate, e.g. [champion]
+    # non-inferiority margins in points of a task's headline: the 95% lower bound of candidate - holder must
+    # not fall below -margin; "default" for the tasks not named
+    margins: dict[str, float] = field(default_factory=lambda: {"default": 1.0})
+    replicates: int = 1000  # paired-bootstrap resamples (eval.stats)
+    seed: int = 0
+
+    def __post_init__(self):
+        bad = {k: v for k, v in self.margins.items() if v < 0}
+        if bad:
+            raise ConfigError(f"register.margins: {bad}: a margin is a number of points >= 0")
+
+
+@dataclass
 class CustomTaskConfig:
     """A task declared in params.yaml instead of a module: JSON-lines files, one example per line
     (deca/custom_tasks.py reads them). The task's name is its key under ``custom_tasks``."""
@@ -203,6 +220,7 @@ class Params:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
+    register: RegisterConfig = field(default_factory=RegisterConfig)
     custom_tasks: dict[str, CustomTaskConfig] = field(default_factory=dict)  # name -> its JSONL task
 
 

@@ -50,7 +50,7 @@ STAGE_CODE = {
 # The validate stage: its output, which the stages that read params depend on (its text never changes, so a
 # params change reruns only the stages that read it), and the params it checks (all of them).
 VALIDATED = "data/params.valid"
-VALIDATE_PARAMS = ("data", "prepare", "model", "train", "evaluate", "custom_tasks")
+VALIDATE_PARAMS = ("data", "prepare", "model", "train", "evaluate", "register", "custom_tasks")
 VALIDATED_STAGES = ("prepare", "train")  # a "# BEGIN validated <stage>" block before "# BEGIN code <stage>"
 
 

@@ -214,7 +214,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
     end_run(uri, run_id, "FINISHED")
     write_json(run_dir / RUN_FILE, {**read_run_file(run_dir / RUN_FILE), "finished": True})
     best = run_dir / "best"
-    if params.train.register_model and best.exists():
+    if best.exists():  # every finished run's best model is an MLflow model; registered when a name is set
         register_model(run_dir, params.train.register_model, project)
     return Outcome(run_name, run_dir, run_id, uri, result.checkpoint.path if result.checkpoint else None,
                    best if best.exists() else None, dict(result.metrics or {}))
@@ -293,20 +293,23 @@ def training_failed(exc: BaseException, run_name: str, run_dir: Path, kept: bool
     return TrainingFailed(f"training run {run_name!r} failed: {what}{after}")
 
 
-def register_model(run_dir: Path, name: str, project: Path) -> bool:
-    """train.register_model: log the finished run's best model as an MLflow model and register it as a new
-    version of `name`, with `deca register` (train/infer/registry.py; in a child process: training never
-    imports inference). A failure is a warning, not a failed training: the run is there, registered or not."""
+def register_model(run_dir: Path, name: str | None, project: Path) -> bool:
+    """Log the finished run's best model as the MLflow model runs:/<id>/model and, with `name`
+    (train.register_model), register it as a new version of `name`, with `deca register`
+    (train/infer/registry.py; in a child process: training never imports inference). A failure is a warning,
+    not a failed training: the run is there, logged or not."""
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "deca.cli", "register", "--run", str(run_dir), "--name", name]
+    command = [sys.executable, "-m", "deca.cli", "register", "--run", str(run_dir)]
+    command += ["--name", name] if name else ["--set", "train.register_model=null"]
     done = subprocess.run(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if done.returncode == 0:
         print(done.stdout, end="", flush=True)
         return True
-    print(f"{done.stdout.rstrip()}\nwarning: the model of run {run_dir.name} was not registered as {name!r}; "
-          f"once fixed: deca register --run {run_dir} --name {name}", file=sys.stderr)
+    what, how = (f"registered as {name!r}", f" --name {name}") if name else ("logged as an MLflow model", "")
+    print(f"{done.stdout.rstrip()}\nwarning: the model of run {run_dir.name} was not {what}; "
+          f"once fixed: deca register --run {run_dir}{how}", file=sys.stderr)
     return False
 
 
@@ -316,7 +319,7 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
     MLflow run id). A new run writes <storage>/<name>/deca_run.json; an existing name is refused."""
     from deca.metric_logging import check_server
     from train.schedule import from_config
-    from train.tracking import reopen_run, start_run, tracking_uri, vocab_fingerprint
+    from train.tracking import record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 
     storage = Path(params.train.storage_dir)
     if resume:
@@ -343,10 +346,11 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
     check_server(uri)  # a server that is down fails here, in a second, not after MLflow's minutes of retries
     # a DVC experiment's run is named after the experiment (every one trains the run folder `pipeline`)
     mlflow_name = os.environ.get("DVC_EXP_NAME") or run_name
-    run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project,
-                       vocab=vocab_fingerprint(params.data.vocab_path),
+    vocab = vocab_fingerprint(params.data.vocab_path)
+    run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project, vocab=vocab,
                        tags={"strategy": tc.strategy, "tasks": ",".join(tasks),
                              "schedule": schedule.describe(), "workers": str(tc.num_workers)})
+    record_lineage(uri, run_id, params, tasks, project, vocab)
     (storage / run_name).mkdir(parents=True)
     write_json(storage / run_name / RUN_FILE,
                {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,

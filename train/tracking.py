@@ -122,3 +122,43 @@ class PhaseLog:
     def assume(self, index: int | None) -> None:
         """On resume: the phase already recorded before the checkpoint (not logged again)."""
         self.current = index
+
+
+def log_lineage(uri: str, run_id: str, record: Mapping[str, Any], processed_dir: str | Path) -> None:
+    """Log a run's lineage (deca/lineage.py): ``lineage.*`` tags, the record as ``lineage/lineage.json``, and
+    each processed task/split it reads as an MLflow dataset input (name ``<task>/<split>``, its digest,
+    context ``training`` or ``validation``)."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag, RunTag
+
+    from deca.lineage import tags
+    from deca.schema import split_dir
+
+    c = client(uri)
+    c.log_batch(run_id, tags=[RunTag(k, v[:PARAM_LIMIT]) for k, v in sorted(tags(record).items())])
+    inputs = []
+    for name, sha in sorted((record.get("data") or {}).items()):
+        task, split = name.rsplit("/", 1)
+        source = json.dumps({"uri": Path(split_dir(processed_dir, task, split)).resolve().as_uri()})
+        dataset = Dataset(name, (sha or "missing")[:36], "local", source)  # MLflow keeps 36 characters of digest
+        context = "training" if split == "train" else split
+        inputs.append(DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)]))
+    if inputs:
+        c.log_inputs(run_id, datasets=inputs)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "lineage.json"
+        path.write_text(json.dumps(dict(record), indent=2, sort_keys=True), encoding="utf-8")
+        c.log_artifact(run_id, str(path), "lineage")
+
+
+def record_lineage(uri: str, run_id: str, params, tasks: list[str], project: str | Path,
+                   vocab: Mapping[str, Any]) -> dict[str, Any]:
+    """Collect the lineage of a new run with resolved `params` (deca.lineage.collect; the fingerprints of its
+    pre-trained vector sources opened here) and log it (`log_lineage`); returns the record."""
+    from deca.lineage import collect
+    from train.mqan.vectors import open_source
+
+    sources = {"word_vectors": params.model.word_vectors, "char_vectors": params.model.char_vectors}
+    vectors = {key: open_source(spec).fingerprint for key, spec in sources.items() if spec}
+    record = collect(project, dataclasses.asdict(params), tasks, vocab["sha256"], vectors)
+    log_lineage(uri, run_id, record, params.data.processed_dir)
+    return record

@@ -99,11 +99,19 @@ def register_run(run_dir: str | Path, name: str | None = None, aliases: tuple[st
             with resumed(client, run_id):
                 model_id = log_model(checkpoint).model_id
         if name:
-            version = mlflow.register_model(f"models:/{model_id}", name, tags={"deca.run": run_dir.name})
+            version = mlflow.register_model(f"models:/{model_id}", name,
+                                            tags={"deca.run": run_dir.name, **lineage_tags(client, run_id)})
             for alias in aliases:
                 client.set_registered_model_alias(name, alias, version.version)
             done.name, done.version, done.aliases = name, str(version.version), tuple(aliases)
     return done
+
+
+def lineage_tags(client: MlflowClient, run_id: str) -> dict[str, str]:
+    """The ``lineage.*`` tags of a run (deca/lineage.py), which a registered version carries too."""
+    from deca.lineage import PREFIX
+
+    return {k: v for k, v in client.get_run(run_id).data.tags.items() if k.startswith(PREFIX)}
 
 
 def logged_model(client: MlflowClient, run_id: str, sha256: str) -> str | None:
@@ -140,12 +148,17 @@ def promote(name: str, version: str, alias: str, uri: str | None = None) -> str 
     check_alias(alias)
     with tracking(uri or registry_uri()) as client:
         model_version(client, name, version=version)
-        try:
-            before = client.get_model_version_by_alias(name, alias).version
-        except MlflowException:
-            before = None
+        before = alias_holder(client, name, alias)
         client.set_registered_model_alias(name, alias, version)
-    return None if before is None else str(before)
+    return before
+
+
+def alias_holder(client: MlflowClient, name: str, alias: str) -> str | None:
+    """The version `alias` of `name` points at, or None."""
+    try:
+        return str(client.get_model_version_by_alias(name, alias).version)
+    except MlflowException:
+        return None
 
 
 def versions(name: str, uri: str | None = None) -> list[dict]:
@@ -202,3 +215,23 @@ def model_checkpoint(uri: str, store: str | None = None) -> Path:
                           "artifact); register a run's model with `deca register --run NAME`")
     return folder / path
 
+
+
+def run_and_models(uri: str, run_id: str):
+    """(the MLflow Run `run_id` of store `uri`, ids of the models it logged, its lineage/lineage.json or None);
+    ConfigError naming the store when there is no such run."""
+    import json
+
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        raise ConfigError(f"no MLflow run {run_id} in {uri} (set MLFLOW_TRACKING_URI to the store it is in)") from None
+    models = client.search_logged_models(experiment_ids=[run.info.experiment_id],
+                                         filter_string=f"source_run_id = '{run_id}'")
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            record = json.loads(Path(client.download_artifacts(run_id, "lineage/lineage.json", tmp)).read_text())
+        except (MlflowException, OSError):
+            record = None
+    return run, [m.model_id for m in models], record

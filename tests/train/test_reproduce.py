@@ -1,0 +1,56 @@
+"""`deca reproduce` (train/reproduce.py, train/reproduce_cli.py) on a real training run (slow: Ray).
+
+The four-iteration run of tests/train/test_logged_model.py, in its git project: the workspace is as
+recorded; retraining with the recorded params and seed gives a bit-identical best model; a changed dvc.lock
+is listed (with the dirty tree) and stops a reproduction unless --force.
+"""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from deca.cli import main
+from tests.train.test_logged_model import in_project, trained  # noqa: F401  (the trained run)
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_workspace_is_as_recorded_and_retraining_gives_identical_weights(in_project, capsys):  # noqa: F811
+    capsys.readouterr()
+    assert main(["reproduce", "logged", "--check"]) == 0
+    assert "workspace: as recorded" in capsys.readouterr().out
+    assert main(["reproduce", "logged", "--no-progress"]) == 0
+    assert "identical: the best model of logged-reproduced-" in capsys.readouterr().out
+
+
+def test_a_changed_dvc_lock_is_listed_and_stops_the_reproduction(in_project, capsys):  # noqa: F811
+    root, _, _ = in_project
+    lock = root / "dvc.lock"
+    lock.write_text(lock.read_text() + "# changed\n", encoding="utf-8")
+    try:
+        capsys.readouterr()
+        assert main(["reproduce", "logged", "--check"]) == 1
+        out = capsys.readouterr().out
+        assert "differs: dvc.lock sha256: recorded " in out and "differs: commit: the tree here has uncommitted" in out
+        assert main(["reproduce", "logged", "--no-progress"]) == 1
+        err = capsys.readouterr().err
+        assert "the workspace differs from the run's lineage in 2 way(s)" in err and "--force" in err
+    finally:
+        subprocess.run(["git", "-C", str(root), "checkout", "--", "dvc.lock"], check=True)
+
+
+def test_weights_that_differ_are_reported_per_tensor(in_project, tmp_path):  # noqa: F811
+    import torch
+
+    from train.mqan.checkpoint import read_checkpoint
+    from train.reproduce import compare_weights
+
+    _, _, outcome = in_project
+    best = outcome.best / "model.pt"
+    payload = read_checkpoint(best)
+    key = next(k for k, v in payload["state_dict"].items() if v.is_floating_point() and v.numel())
+    payload["state_dict"][key] = payload["state_dict"][key] + 0.5
+    torch.save(payload, tmp_path / "other.pt")
+    assert compare_weights(best, best) == {}
+    assert compare_weights(best, tmp_path / "other.pt") == {key: pytest.approx(0.5)}
