@@ -29,6 +29,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any, Mapping
@@ -80,8 +82,9 @@ def start_run(uri: str, experiment: str, run_name: str, config: Mapping[str, Any
     c = client(uri)
     artifact_root = Path(project) / "mlruns" if uri.startswith("sqlite:") else None
     exp_id = ensure_experiment(c, experiment, artifact_root)
+    close_stale_runs(uri, exp_id)
     run = c.create_run(exp_id, run_name=run_name,
-                       tags={"vocab.sha256": vocab["sha256"], **(tags or {})})
+                       tags={"vocab.sha256": vocab["sha256"], **owner_tags(), **(tags or {})})
     run_id = run.info.run_id
     params = [Param(k, v) for k, v in sorted(flatten(config).items())]
     for i in range(0, len(params), 100):
@@ -96,7 +99,42 @@ def start_run(uri: str, experiment: str, run_name: str, config: Mapping[str, Any
 
 def reopen_run(uri: str, run_id: str) -> None:
     """Mark a resumed run RUNNING again (it was left KILLED, FAILED or, after a hard kill, RUNNING)."""
-    client(uri).update_run(run_id, status="RUNNING")
+    c = client(uri)
+    close_stale_runs(uri, c.get_run(run_id).info.experiment_id)
+    for key, value in owner_tags().items():
+        c.set_tag(run_id, key, value)
+    c.update_run(run_id, status="RUNNING")
+
+
+def owner_tags() -> dict[str, str]:
+    """Which process runs a training job (`deca.host`, `deca.pid`): how a later start knows it has gone."""
+    return {"deca.host": socket.gethostname(), "deca.pid": str(os.getpid())}
+
+
+def close_stale_runs(uri: str, experiment_id: str) -> list[str]:
+    """Mark KILLED the RUNNING runs of the experiment whose training process, on this host, is gone (a hard
+    kill leaves its run RUNNING for ever); runs of other hosts or without an owner are left alone. Returns
+    their ids."""
+    c, closed = client(uri), []
+    for run in c.search_runs([experiment_id], "attributes.status = 'RUNNING'", max_results=1000):
+        tags = run.data.tags
+        if tags.get("deca.host") != socket.gethostname() or not tags.get("deca.pid", "").isdigit():
+            continue
+        if not _alive(int(tags["deca.pid"])):
+            c.set_tag(run.info.run_id, "deca.closed", f"its process {tags['deca.pid']} had gone")
+            c.set_terminated(run.info.run_id, "KILLED")
+            closed.append(run.info.run_id)
+    return closed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def end_run(uri: str, run_id: str, status: str = "FINISHED") -> None:

@@ -64,3 +64,29 @@ def test_phase_log_records_each_change_once_and_assumes_the_resumed_phase():
     assert logger.metrics["phase"] == [(2, 1.0), (4, 2.0)]
     assert logger.tags == {"phase": "p2", "phase.1": "p1 from iteration 2", "phase.2": "p2 from iteration 4"}
     PhaseLog(None).record(0, "p0", 0)  # other ranks: nothing to log to
+
+
+def test_a_new_start_closes_runs_left_running_by_a_process_that_is_gone(tmp_path):
+    """A hard-killed training leaves its run RUNNING; the next start marks it KILLED, but not a run whose process
+    lives or that belongs to another host."""
+    import socket
+    import subprocess
+    import sys
+
+    from train.tracking import client, close_stale_runs, owner_tags
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    vocab = {"sha256": "x", "tokens": 1}
+    live = start_run(uri, "exp", "live", {"a": 1}, project=tmp_path, vocab=vocab)
+    dead_proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_proc.wait()
+    c = client(uri)
+    exp = c.get_run(live).info.experiment_id
+    dead = c.create_run(exp, run_name="dead", tags={**owner_tags(), "deca.pid": str(dead_proc.pid)}).info.run_id
+    other = c.create_run(exp, run_name="other", tags={"deca.host": socket.gethostname() + "-elsewhere",
+                                                     "deca.pid": str(dead_proc.pid)}).info.run_id
+    assert close_stale_runs(uri, exp) == [dead]
+    assert c.get_run(dead).info.status == "KILLED" and "had gone" in c.get_run(dead).data.tags["deca.closed"]
+    assert c.get_run(live).info.status == "RUNNING" and c.get_run(other).info.status == "RUNNING"
+    start_run(uri, "exp", "next", {"a": 1}, project=tmp_path, vocab=vocab)  # starting closes them too
+    assert c.get_run(live).info.status == "RUNNING"
