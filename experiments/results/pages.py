@@ -10,6 +10,8 @@ from experiments.results.render import fill, template
 
 GENERATED = {
     "docs/results/table2.md": "experiments.results.table2",
+    "docs/results/table3.md": "experiments.results.table3",
+    "docs/results/zero_shot.md": "experiments.results.zero_shot",
 }
 PENDING = {}
 
