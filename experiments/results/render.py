@@ -79,5 +79,6 @@ def judge(before: Sequence[float], after: Sequence[float], paper: float, *, floo
     if any(rising):
         reasons.append("a validation curve still rising over the last third of its budget")
     if said == INCONCLUSIVE and min(len(before), len(after)) < MIN_SEEDS:
-        reasons.append(f"{min(len(before), len(after))} seeds")
+        n = min(len(before), len(after))
+        reasons.append(f"{n} seed{'s' if n != 1 else ''} a side")
     return change, said + (f": {'; '.join(reasons)}" if reasons else "")

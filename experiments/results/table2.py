@@ -79,6 +79,8 @@ def steps(record: dict, floors: dict) -> tuple[str, Counter]:
     """Every step of every task: the paper's change, the change here [95% Welch interval], the verdict."""
     rows, tally = [], Counter()
     for task, label in TASKS.items():
+        if not any(r["task"] == task for r in record["runs"]):
+            continue
         floor = (floors.get(task) or {}).get("baseline")
         for before, after in zip(VARIANTS, VARIANTS[1:]):
             paper = PAPER[task][VARIANTS.index(after)] - PAPER[task][VARIANTS.index(before)]
