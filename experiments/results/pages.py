@@ -14,14 +14,14 @@ GENERATED = {
     "docs/results/zero_shot.md": "experiments.results.zero_shot",
     "docs/results/precision.md": "experiments.results.precision",
     "docs/results/figure3.md": "experiments.results.figure3",
+    "docs/results/issue10.md": "experiments.results.issue10",
+    "docs/results/glove_single_vs_joint.md": "experiments.results.glove",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {
     "docs/results/gpu.md": SPEED,
     "docs/results/speed.md": SPEED,
     "docs/results/speedcheck_summary.md": SPEED,
-    "docs/results/glove_single_vs_joint.md": "record: issue10.json; not yet converted",
-    "docs/results/issue10.md": "record: issue10.json; not yet converted",
     "docs/results/multitask.md": "records: multitask.json, multitask_recipe.json; not yet converted",
     "docs/results/sst_single_task.md": "record: sst_single_task.json; not yet converted",
     "docs/results/transfer.md": "record: transfer.json; not yet converted",
