@@ -17,6 +17,7 @@ GENERATED = {
     "docs/results/issue10.md": "experiments.results.issue10",
     "docs/results/glove_single_vs_joint.md": "experiments.results.glove",
     "docs/results/sst_single_task.md": "experiments.results.sst_single_task",
+    "docs/results/transfer.md": "experiments.results.transfer",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {
@@ -24,7 +25,6 @@ PENDING = {
     "docs/results/speed.md": SPEED,
     "docs/results/speedcheck_summary.md": SPEED,
     "docs/results/multitask.md": "records: multitask.json, multitask_recipe.json; not yet converted",
-    "docs/results/transfer.md": "record: transfer.json; not yet converted",
     "docs/results/scale.md": "bench/ measurements without committed records; not yet converted",
     "docs/results/reliability.md": "bench/faults.py output without a committed record; not yet converted",
     "docs/results/serve_fairness.txt": "bench/serve_fairness.py output, kept with its caveats",
