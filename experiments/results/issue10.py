@@ -17,9 +17,9 @@ def target(row: dict, floor: dict | None) -> str:
     return f"> chance {num(floor['baseline'])}" if floor and floor["baseline"] is not None else "-"
 
 
-def joint_verdict(row: dict) -> str:
+def joint_verdict(row: dict, floor: dict | None) -> str:
     """eval/verdict.py on fully joint minus single-task at the same own batches (one run a side)."""
-    _, said = judge([row["single_at_same_batches"]], [row["joint_last"]], 0.0)
+    _, said = judge([row["single_at_same_batches"]], [row["joint_last"]], 0.0, floor=(floor or {}).get("baseline"))
     return said
 
 
@@ -34,7 +34,7 @@ def results_table(record: dict | None = None, floors: dict | None = None) -> str
                      f"{num(r['single_best'])} ({r['single_best_iteration']}, {num(r['single_best_minutes'])})",
                      num(r["before_joint"]), f"{num(r['joint_last'])} ({r['joint_own_batches']:.0f})",
                      num(r["single_at_same_batches"]), num(r["joint_last"] - r["single_at_same_batches"], sign=True),
-                     joint_verdict(r)])
+                     joint_verdict(r, floors.get(task))])
     return table(["task", "target", "before: single-task", "after: single-task best (iteration, min)",
                   "before: fully joint", "after: fully joint, end (own batches)", "single-task at the same own batches",
                   "joint − single", "verdict (eval/verdict.py)"], rows, "lllllllrl")

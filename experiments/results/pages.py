@@ -18,13 +18,13 @@ GENERATED = {
     "docs/results/glove_single_vs_joint.md": "experiments.results.glove",
     "docs/results/sst_single_task.md": "experiments.results.sst_single_task",
     "docs/results/transfer.md": "experiments.results.transfer",
+    "docs/results/multitask.md": "experiments.results.multitask",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {
     "docs/results/gpu.md": SPEED,
     "docs/results/speed.md": SPEED,
     "docs/results/speedcheck_summary.md": SPEED,
-    "docs/results/multitask.md": "records: multitask.json, multitask_recipe.json; not yet converted",
     "docs/results/scale.md": "bench/ measurements without committed records; not yet converted",
     "docs/results/reliability.md": "bench/faults.py output without a committed record; not yet converted",
     "docs/results/serve_fairness.txt": "bench/serve_fairness.py output, kept with its caveats",

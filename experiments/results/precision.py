@@ -27,15 +27,17 @@ def pair(record: dict, task: str) -> tuple[dict, dict]:
     return found["fp32"], found["bf16"]
 
 
-def verdict_table(record: dict) -> str:
+def verdict_table(record: dict, floors: dict) -> tuple[str, str]:
     """Per task: bf16 minus fp32 on the best validation figure, and the verdict (the target: no change)."""
-    rows = []
+    rows, heads = [], []
     for task in METRIC:
         fp32, bf16 = pair(record, task)
-        change, said = judge([fp32["scores"][task]], [bf16["scores"][task]], 0.0)
+        floor = (floors.get(task) or {}).get("baseline")
+        change, said = judge([fp32["scores"][task]], [bf16["scores"][task]], 0.0, floor=floor)
+        heads.append(f"{task} {said.split(':')[0]}")
         rows.append([task, num(change.value, sign=True), "unbounded (one run a side)", f"**{said.split(':')[0]}**:"
                      + said.split(":", 1)[1]])
-    return table(["task", "bf16 - fp32", "95% interval", "verdict (eval/verdict.py)"], rows, "lrll")
+    return table(["task", "bf16 - fp32", "95% interval", "verdict (eval/verdict.py)"], rows, "lrll"), ", ".join(heads)
 
 
 def memory_table(record: dict) -> str:
@@ -67,12 +69,14 @@ def sst_spread() -> str:
     return f"{mean_sd(ems)} EM over {len(ems)} models"
 
 
-def values(record: dict | None = None) -> dict[str, str]:
+def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/precision.md."""
     record = record or records.load("precision")
+    floors = floors if floors is not None else records.load("baselines")["tasks"]
     out = {"date": record["date"], "torch": record["torch"], "source": record["source"],
            "machine": records.describe_machine(record["machines"]["epyc"]), "sst_runs": runs_table(record, "sst"),
-           "srl_runs": runs_table(record, "srl"), "verdict_table": verdict_table(record),
+           "srl_runs": runs_table(record, "srl"), "verdict_table": verdict_table(record, floors)[0],
+           "verdicts": verdict_table(record, floors)[1],
            "memory_table": memory_table(record), "agreement_table": agreement_table(record),
            "sst_spread": sst_spread(), "agreement_commands": "\n".join(
                f"    .venv/bin/python {c}" for c in record["agreement"]["commands"])}

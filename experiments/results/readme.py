@@ -21,13 +21,17 @@ INDEX = (
                      "label first for {{first_alone_su_low}}-{{first_alone_su_high}}% of reviews on "
                      "supportive/unsupportive but {{first_alone_ha_low}}-{{first_alone_ha_high}}% on happy/angry."),
     ("figure3.md", "**Figure 3**: the fully joint model's largest answer source is the paper's on {{same}} tasks."),
-    ("precision.md", "**bf16 in quality**: one run a side, so bf16 against fp32 is inconclusive; the SST recipe's "
-                     "seed spread is {{sst_spread}}."),
-    ("glove_single_vs_joint.md", "**GloVe recipe, single-task vs fully joint** on SST, WOZ, QA-SRL, MWSC (issue 10)."),
+    ("precision.md", "**bf16 in quality**: one run a side; verdicts {{verdicts}}. The SST recipe's seed spread is "
+                     "{{sst_spread}}."),
+    ("glove_single_vs_joint.md", "**GloVe recipe, single-task vs fully joint** (issue 10): single-task best SST {{sst_best}} EM, "
+                                 "WOZ {{woz_en_best}}, QA-SRL {{srl_best}} nF1, MWSC {{schema_best}} ({{mwsc_single_where}} "
+                                 "its {{mwsc_floor}} floor); one run each."),
     ("issue10.md", "**Issue 10's targets**: before and after the GloVe recipe, single-task and fully joint."),
     ("multitask.md", "**Fully joint vs single-task** with embeddings learned from scratch."),
-    ("sst_single_task.md", "**Single-task SST** with embeddings learned from scratch (issue 5)."),
-    ("transfer.md", "**Figure 4, transfer** to German→English from a four-task model against random initialization."),
+    ("sst_single_task.md", "**Single-task SST** with embeddings learned from scratch (issue 5): best {{best}} EM; a "
+                           "bag-of-bigrams baseline gets {{linear_best}}."),
+    ("transfer.md", "**Figure 4, transfer** to German→English: BLEU {{pre_tail}} from a four-task model against "
+                     "{{rnd_tail}} from random initialization over the last {{last}} iterations; {{verdict}}."),
     ("speed.md", "**Speed and memory** side by side with the original MQAN (`../shared/speedcheck`)."),
     ("speedcheck_summary.md", "**Speedcheck rounds**: the raw rounds behind speed.md."),
     ("gpu.md", "**One GPU**: bf16 against fp32, and the SST recipe on an H100."),

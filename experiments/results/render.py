@@ -75,7 +75,9 @@ def judge(before: Sequence[float], after: Sequence[float], paper: float, *, floo
     said = verdict(change, paper, floors=floors, rising=rising)
     reasons = []
     if any(floors):
-        reasons.append(f"a side's interval reaches the {floor:.1f} chance baseline")
+        single = min(len(before), len(after)) < 2
+        reasons.append(f"one run a side gives no interval clear of the {floor:.1f} chance baseline" if single
+                       else f"a side's interval reaches the {floor:.1f} chance baseline")
     if any(rising):
         reasons.append("a validation curve still rising over the last third of its budget")
     if said == INCONCLUSIVE and min(len(before), len(after)) < MIN_SEEDS:
