@@ -35,13 +35,13 @@ def test_cells_come_from_the_runs_and_a_rising_curve_is_found():
 
 
 def test_every_step_has_a_verdict_and_the_floor_makes_mwsc_not_tested():
-    text, tally = table2.steps(record(), {"schema": {"baseline": 50.0}})
+    text, tally, _ = table2.steps(record(), {"schema": {"baseline": 50.0}})
     assert sum(tally.values()) == 3  # the record holds MWSC only: S2S->SAtt, SAtt->CAtt, CAtt->QPtr
     assert tally == {"not tested": 3}
 
 
 def test_without_a_floor_three_seeds_give_a_real_verdict():
-    text, tally = table2.steps(record(), {})
+    text, tally, _ = table2.steps(record(), {})
     assert tally == {"reproduced": 2, "inconclusive": 1}
     assert "S2S → +SAtt | +2.4 | +10.0" in text and "**reproduced**" in text
 
