@@ -67,10 +67,13 @@ def interval(change: Interval, digits: int = 1) -> str:
 
 
 def judge(before: Sequence[float], after: Sequence[float], paper: float, *, floor: float | None = None,
-          rising: Sequence[bool] = ()) -> tuple[Interval, str]:
-    """The change of the seed means (after - before) with its Welch interval, and eval/verdict.py's verdict
-    with why: the side at its floor, the rising curve, or the seeds when fewer than MIN_SEEDS."""
-    change = seed_difference(before, after)
+          rising: Sequence[bool] = (), paired: bool = False) -> tuple[Interval, str]:
+    """The change of the seed means (after - before) with its Welch interval (`paired`: the t interval of the
+    per-seed differences, the sides listed seed by seed), and eval/verdict.py's verdict with why: the side at
+    its floor, the rising curve, or the seeds when fewer than MIN_SEEDS."""
+    if paired and len(before) != len(after):
+        raise ValueError("paired sides need one value per seed each")
+    change = seed_interval([b - a for a, b in zip(before, after)]) if paired else seed_difference(before, after)
     floors = [at_floor(seed_interval(side), floor) for side in (before, after)]
     said = verdict(change, paper, floors=floors, rising=rising)
     reasons = []

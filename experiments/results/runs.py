@@ -59,7 +59,14 @@ def from_folder(folder: Path, machine: str) -> dict:
             "load": run.get("load_end"), "minutes": round(run["minutes"], 2),
             "curve": [[p["iteration"], round(p["headline"], 2)] for p in curve],
             "scores": {task: round(best["headline"], 1)}, "best_iteration": best["iteration"],
-            "minutes_to_best": round(best["minutes"], 2), "still_rising": None}
+            "minutes_to_best": round(best["minutes"], 2), "still_rising": None,
+            "precision": run.get("precision", "fp32"), "iterations": iters, "tokens_per_s": tokens_per_s(curve)}
+
+
+def tokens_per_s(curve: list[dict]) -> int | None:
+    """The median training tokens/s over the curve's points (None when not logged)."""
+    rates = sorted(p["tokens_per_s"] for p in curve if p.get("tokens_per_s"))
+    return round(rates[len(rates) // 2]) if rates else None
 
 
 def add(record_name: str, folders: list[Path], machine: str) -> dict:

@@ -47,3 +47,10 @@ def test_judge_rising_curve_is_not_tested():
 def test_judge_opposite():
     _, said = judge([60.0, 60.3, 59.9], [50.0, 50.2, 49.8], paper=+5.0)
     assert said == "opposite"
+
+
+def test_judge_paired_sees_a_steady_difference_that_welch_calls_inconclusive():
+    before, after = [70.0, 80.0, 90.0], [70.6, 80.5, 90.7]
+    assert judge(before, after, paper=+1.0)[1].startswith("inconclusive")
+    change, said = judge(before, after, paper=+1.0, paired=True)
+    assert said == "reproduced" and change.low > 0
