@@ -4,7 +4,7 @@ zero-shot models' records (docs/results/zero_shot_seeds.json)."""
 from __future__ import annotations
 
 from experiments.results import records, zero_shot
-from experiments.results.render import judge, mean_sd, num, table
+from experiments.results.render import interval, judge, mean_sd, num, table
 
 PAGE = "docs/results/precision.md"
 TEMPLATE = "precision.md"
@@ -12,32 +12,44 @@ METRIC = {"sst": "EM", "srl": "nF1"}
 
 
 def runs_table(record: dict, task: str) -> str:
-    """The fp32 and bf16 runs of `task`: best (iteration, minutes), best within the fp32 run's minutes, tokens/s."""
-    rows = [[r["task"].upper() if r["task"] == "sst" else "QA-SRL", r["precision"], r["seed"], r["iterations"],
-             f"{num(r['scores'][task])} ({r['best_iteration']}, {num(r['minutes_to_best'])})", num(r["best_within"]),
-             f"{r['tokens_per_s']:,}"] for r in record["runs"] if r["task"] == task]
-    budget = num(next(r["within_minutes"] for r in record["runs"] if r["task"] == task))
-    return table(["task", "precision", "seed", "iterations", f"best {METRIC[task]} (iteration, min)",
-                  f"best within {budget} min", "train tokens/s (median)"], rows, "llrrlrr")
+    """The runs of `task`: precision, seed, machine, best (iteration, minutes), best within the fp32 seed-123
+    run's minutes where measured, median tokens/s."""
+    rows = [[r["precision"], r["seed"], r["machine"], r["iterations"],
+             f"{num(r['scores'][task])} ({r['best_iteration']}, {num(r['minutes_to_best'])})",
+             num(r.get("best_within")), f"{r['tokens_per_s']:,}" if r.get("tokens_per_s") else "-"]
+            for r in sorted(by_task(record, task), key=lambda r: (r["seed"], r["precision"]))]
+    budget = num(next(r["within_minutes"] for r in by_task(record, task) if r.get("within_minutes")))
+    return table(["precision", "seed", "machine", "iterations", f"best {METRIC[task]} (iteration, min)",
+                  f"best within {budget} min", "train tokens/s (median)"], rows, "lrlrlrr")
 
 
-def pair(record: dict, task: str) -> tuple[dict, dict]:
-    """The (fp32, bf16) runs of `task`."""
-    found = {r["precision"]: r for r in record["runs"] if r["task"] == task}
-    return found["fp32"], found["bf16"]
+def by_task(record: dict, task: str) -> list[dict]:
+    return [r for r in record["runs"] if r["task"] == task]
+
+
+def pairs(record: dict, task: str) -> tuple[list[float], list[float], list[int]]:
+    """fp32 and bf16 best figures of `task`, seed by seed (the seeds that have both), and those seeds."""
+    found: dict[int, dict[str, float]] = {}
+    for r in by_task(record, task):
+        found.setdefault(r["seed"], {})[r["precision"]] = r["scores"][task]
+    seeds = sorted(s for s, p in found.items() if {"fp32", "bf16"} <= set(p))
+    return [found[s]["fp32"] for s in seeds], [found[s]["bf16"] for s in seeds], seeds
 
 
 def verdict_table(record: dict, floors: dict) -> tuple[str, str]:
-    """Per task: bf16 minus fp32 on the best validation figure, and the verdict (the target: no change)."""
+    """Per task: bf16 minus fp32 on the best validation figure, paired by seed (both of a seed ran side by
+    side on one machine), and the verdict (the target: no change)."""
     rows, heads = [], []
     for task in METRIC:
-        fp32, bf16 = pair(record, task)
+        fp32, bf16, seeds = pairs(record, task)
         floor = (floors.get(task) or {}).get("baseline")
-        change, said = judge([fp32["scores"][task]], [bf16["scores"][task]], 0.0, floor=floor)
-        heads.append(f"{task} {said.split(':')[0]}")
-        rows.append([task, num(change.value, sign=True), "unbounded (one run a side)", f"**{said.split(':')[0]}**:"
-                     + said.split(":", 1)[1]])
-    return table(["task", "bf16 - fp32", "95% interval", "verdict (eval/verdict.py)"], rows, "lrll"), ", ".join(heads)
+        change, said = judge(fp32, bf16, 0.0, floor=floor, paired=True)
+        head, _, why = said.partition(":")
+        heads.append(f"{task} {head}")
+        rows.append([task, ", ".join(map(str, seeds)), mean_sd(fp32), mean_sd(bf16), interval(change),
+                     f"**{head}**" + (f":{why}" if why else "")])
+    return table(["task", "seeds", "fp32", "bf16", "bf16 - fp32 [95% paired interval]", "verdict (eval/verdict.py)"],
+                 rows, "llrrrl"), ", ".join(heads)
 
 
 def memory_table(record: dict) -> str:
@@ -74,14 +86,15 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     record = record or records.load("precision")
     floors = floors if floors is not None else records.load("baselines")["tasks"]
     out = {"date": record["date"], "torch": record["torch"], "source": record["source"],
-           "machine": records.describe_machine(record["machines"]["epyc"]), "sst_runs": runs_table(record, "sst"),
+           "machine": "; ".join(f"`{k}`: {records.describe_machine(m)}" for k, m in record["machines"].items()),
+           "sst_runs": runs_table(record, "sst"),
            "srl_runs": runs_table(record, "srl"), "verdict_table": verdict_table(record, floors)[0],
            "verdicts": verdict_table(record, floors)[1],
            "memory_table": memory_table(record), "agreement_table": agreement_table(record),
            "sst_spread": sst_spread(), "agreement_commands": "\n".join(
                f"    .venv/bin/python {c}" for c in record["agreement"]["commands"])}
     for task in METRIC:
-        fp32, bf16 = pair(record, task)
-        out[f"{task}_speed"] = num(100 * (bf16["tokens_per_s"] / fp32["tokens_per_s"] - 1), 0, sign=True)
+        speed = {r["precision"]: r["tokens_per_s"] for r in by_task(record, task) if r["seed"] == 123}
+        out[f"{task}_speed"] = num(100 * (speed["bf16"] / speed["fp32"] - 1), 0, sign=True)
     out["srl_bf16_low"], out["srl_bf16_high"] = agreement_span(record, "srl", "bf16")
     return out
