@@ -116,6 +116,18 @@ def sst_runs(record: dict) -> str:
     return table(["run", "best EM (iteration)", "minutes to best / of the run", "machine"], rows, "llrl")
 
 
+def machine_check(record: dict) -> str:
+    """The +QPtr SST seed-11 run here against the same command's run on another machine (the zero-shot
+    page's model), when both are recorded."""
+    ours = next((r for r in record["runs"] if r["name"] == "sst-qptr-s11"), None)
+    other = records.load("zero_shot_seeds").get("checkpoints/zero-shot/sst-s11")
+    if ours is None or other is None:
+        return ""
+    return (f"The +QPtr seed-11 run is the zero-shot page's seed-11 SST model's command: on `{ours['machine']}` it "
+            f"reached {num(ours['scores']['sst'])}, on the EPYC {num(other['sst']['em'])}. The same seed on another CPU "
+            "gives another run, which is why a seed's four variants share a machine.")
+
+
 def notes(by_task: dict[str, set[str]], task: str, when_untested: str) -> str:
     """`when_untested` when every step of `task` is not tested, else a pointer to the verdicts."""
     said = {s.split(":")[0] for s in by_task.get(task, ())}
@@ -142,5 +154,6 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
         "mwsc_low": num(min(mwsc)), "mwsc_high": num(max(mwsc)), "mwsc_n": str(len(mwsc)),
         "mwsc_below": str(sum(v <= floors["schema"]["baseline"] for v in mwsc)),
         "mwsc_above_examples": num((max(mwsc) - floors["schema"]["baseline"]) * floors["schema"]["examples"] / 100, 0),
+        "machine_check": machine_check(record),
         "mwsc_floor": num(floors["schema"]["baseline"]), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record), "sst_runs": sst_runs(record),
     }
