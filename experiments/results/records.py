@@ -35,18 +35,6 @@ def load(name: str) -> dict:
     raise RecordError(f"no record {name!r} in {RECORDS} or {RESULTS}")
 
 
-def machine(record: dict, key: str) -> dict:
-    """The machine `key` of a record's ``machines`` block (every MACHINE_FIELDS present)."""
-    try:
-        found = record["machines"][key]
-    except KeyError:
-        raise RecordError(f"record has no machine {key!r}") from None
-    missing = [f for f in MACHINE_FIELDS if f not in found]
-    if missing:
-        raise RecordError(f"machine {key!r} lacks {missing}")
-    return found
-
-
 def check_runs(runs: list[dict]) -> list[str]:
     """The problems of a record's runs: each lacking field, by run (empty when every run is complete)."""
     problems = []
@@ -54,6 +42,20 @@ def check_runs(runs: list[dict]) -> list[str]:
         missing = [f for f in RUN_FIELDS if f not in run]
         if missing:
             problems.append(f"run {run.get('name', i)}: no {', '.join(missing)}")
+    return problems
+
+
+def check_record(record: dict) -> list[str]:
+    """The problems of a record: a machine lacking MACHINE_FIELDS, a run lacking RUN_FIELDS or naming a machine
+    the record does not describe."""
+    machines = record.get("machines", {})
+    problems = [f"machine {k}: no {', '.join(f for f in MACHINE_FIELDS if f not in m)}"
+                for k, m in machines.items() if any(f not in m for f in MACHINE_FIELDS)]
+    runs = record.get("runs", [])
+    runs = list(runs.values()) if isinstance(runs, dict) else runs
+    problems += check_runs(runs)
+    problems += [f"run {r.get('name')}: unknown machine {r['machine']!r}" for r in runs
+                 if "machine" in r and r["machine"] not in machines]
     return problems
 
 
