@@ -96,5 +96,6 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     for task in METRIC:
         speed = {r["precision"]: r["tokens_per_s"] for r in by_task(record, task) if r["seed"] == 123}
         out[f"{task}_speed"] = num(100 * (speed["bf16"] / speed["fp32"] - 1), 0, sign=True)
+        out[f"{task}_seeds"] = str(len(pairs(record, task)[2]))
     out["srl_bf16_low"], out["srl_bf16_high"] = agreement_span(record, "srl", "bf16")
     return out
