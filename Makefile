@@ -11,7 +11,7 @@ export RAY_AUTH_MODE := disabled
 export RAY_TRAIN_ENABLE_PREEMPTION_WATCHER := 0
 export PYTHONHASHSEED := 0
 
-.PHONY: run test install clean
+.PHONY: run test install clean results
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 1; }
@@ -36,6 +36,11 @@ run: $(STAMP)
 ## The test suite (fast tests and the slow integration tests, which CI runs too).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=15
+
+## Every generated page of docs/results and the README's results index, from their records
+## (docs/results/records/, experiments/results/); the tests fail when a committed page differs.
+results: $(STAMP)
+	$(BIN)/python -m experiments.results
 
 clean:
 	rm -rf data/processed data/raw .pytest_cache

@@ -1,0 +1,45 @@
+"""docs/results/issue10.md: issue 10's table (GloVe recipe, single-task and fully joint, before and after) from
+docs/results/issue10.json, with the chance row from baselines.json in place of the JSON's majority answer."""
+from __future__ import annotations
+
+from experiments.results import records
+from experiments.results.render import judge, num, table
+
+PAGE = "docs/results/issue10.md"
+TEMPLATE = "issue10.md"
+LABELS = {"sst": "SST EM", "woz.en": "WOZ joint goal EM", "srl": "QA-SRL nF1", "schema": "MWSC EM"}
+
+
+def target(row: dict, floor: dict | None) -> str:
+    """The issue's target, or for a task without one: above the chance baseline."""
+    if row["target"] is not None:
+        return f">= {row['target']:.0f}"
+    return f"> chance {num(floor['baseline'])}" if floor and floor["baseline"] is not None else "-"
+
+
+def joint_verdict(row: dict, floor: dict | None) -> str:
+    """eval/verdict.py on fully joint minus single-task at the same own batches (one run a side)."""
+    _, said = judge([row["single_at_same_batches"]], [row["joint_last"]], 0.0, floor=(floor or {}).get("baseline"))
+    return said
+
+
+def results_table(record: dict | None = None, floors: dict | None = None) -> str:
+    """The table: target, before and after single-task and fully joint, joint minus single, its verdict."""
+    record = record or records.load("issue10")
+    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    rows = []
+    for task, label in LABELS.items():
+        r = record["rows"][task]
+        rows.append([label, target(r, floors.get(task)), num(r["before_single"]),
+                     f"{num(r['single_best'])} ({r['single_best_iteration']}, {num(r['single_best_minutes'])})",
+                     num(r["before_joint"]), f"{num(r['joint_last'])} ({r['joint_own_batches']:.0f})",
+                     num(r["single_at_same_batches"]), num(r["joint_last"] - r["single_at_same_batches"], sign=True),
+                     joint_verdict(r, floors.get(task))])
+    return table(["task", "target", "before: single-task", "after: single-task best (iteration, min)",
+                  "before: fully joint", "after: fully joint, end (own batches)", "single-task at the same own batches",
+                  "joint − single", "verdict (eval/verdict.py)"], rows, "lllllllrl")
+
+
+def values() -> dict[str, str]:
+    """The placeholders of templates/issue10.md."""
+    return {"results_table": results_table()}

@@ -1,0 +1,61 @@
+"""docs/results/multitask.md: fully joint against single-task MQAN with embeddings learned from scratch, from
+docs/results/multitask.json (earlier settings) and multitask_recipe.json (the SST recipe), with the chance
+row and eval/verdict.py's verdict on each joint-against-single comparison."""
+from __future__ import annotations
+
+from experiments.results import records
+from experiments.results.render import judge, num, table
+
+PAGE = "docs/results/multitask.md"
+TEMPLATE = "multitask.md"
+TASKS = {"sst": "SST (EM)", "woz.en": "WOZ (joint goal EM)", "srl": "QA-SRL (nF1)", "schema": "MWSC (EM)"}
+
+
+def nearest(curve: list, iteration: float) -> tuple[int, float]:
+    """(iteration, value) of the curve point nearest to `iteration`."""
+    point = min(curve, key=lambda p: abs(p[0] - iteration))
+    return point[0], point[-1]
+
+
+def row(record: dict, task: str, floors: dict) -> list[str]:
+    """One task: joint best (own batches), single-task at about as many batches, single-task end, verdict,
+    chance."""
+    joint = record["runs"]["fully_joint"]
+    batches = joint["best"]["_iteration"] / len(TASKS)
+    value = joint["best"][task]
+    chance = num((floors.get(task) or {}).get("baseline"))
+    single = record["runs"].get(f"single:{task}")
+    if single is None:
+        return [TASKS[task], f"{num(value)} ({batches:.0f})", "not recorded", "not recorded", "-", chance]
+    curve = single["curves"][task]
+    at, same = nearest(curve, batches)
+    _, said = judge([same], [value], 0.0, floor=(floors.get(task) or {}).get("baseline"))
+    return [TASKS[task], f"{num(value)} ({batches:.0f})", f"{num(same)} ({at})",
+            f"{num(curve[-1][-1])} ({curve[-1][0]}, {num(single['minutes_at_last_validation'])} min)", said, chance]
+
+
+def results_table(record: dict, floors: dict) -> str:
+    """The four tasks of one record."""
+    rows = [row(record, task, floors) for task in TASKS]
+    return table(["task", "fully joint, best checkpoint (own batches)", "single-task at about as many batches",
+                  "single-task, end (iteration, minutes)", "joint - single: verdict (eval/verdict.py)",
+                  "chance"], rows, "lrrrlr")
+
+
+def joint_facts(record: dict, prefix: str) -> dict[str, str]:
+    """The joint run's minutes, iterations and own batches per task."""
+    joint = record["runs"]["fully_joint"]
+    return {f"{prefix}_minutes": num(joint["minutes_budget"], 0), f"{prefix}_iterations": f"{joint['last_iteration']:,}",
+            f"{prefix}_batches": f"{joint['last_iteration'] / len(TASKS):.0f}",
+            f"{prefix}_runs": ", ".join(f"`{r['run']}`" for r in record["runs"].values())}
+
+
+def values(floors: dict | None = None) -> dict[str, str]:
+    """The placeholders of templates/multitask.md."""
+    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    early, recipe = records.load("multitask"), records.load("multitask_recipe")
+    joint = recipe["runs"]["fully_joint"]["best"]
+    return {"early_table": results_table(early, floors), "recipe_table": results_table(recipe, floors),
+            **joint_facts(early, "early"), **joint_facts(recipe, "recipe"),
+            "recipe_sst": num(joint["sst"]), "sst_majority": num(floors["sst"]["majority"]),
+            "recipe_mwsc": num(joint["schema"]), "mwsc_floor": num(floors["schema"]["baseline"])}

@@ -1,0 +1,101 @@
+"""docs/results/precision.md: bf16 against fp32 in quality from docs/results/records/precision.json, with
+eval/verdict.py's verdict on "bf16 changes the quality" per task, and the SST recipe's seed spread from the
+zero-shot models' records (docs/results/zero_shot_seeds.json)."""
+from __future__ import annotations
+
+from experiments.results import records, zero_shot
+from experiments.results.render import interval, judge, mean_sd, num, table
+
+PAGE = "docs/results/precision.md"
+TEMPLATE = "precision.md"
+METRIC = {"sst": "EM", "srl": "nF1"}
+
+
+def runs_table(record: dict, task: str) -> str:
+    """The runs of `task`: precision, seed, machine, best (iteration, minutes), best within the fp32 seed-123
+    run's minutes where measured, median tokens/s."""
+    rows = [[r["precision"], r["seed"], r["machine"], r["iterations"],
+             f"{num(r['scores'][task])} ({r['best_iteration']}, {num(r['minutes_to_best'])})",
+             num(r.get("best_within")), f"{r['tokens_per_s']:,}" if r.get("tokens_per_s") else "-"]
+            for r in sorted(by_task(record, task), key=lambda r: (r["seed"], r["precision"]))]
+    budget = num(next(r["within_minutes"] for r in by_task(record, task) if r.get("within_minutes")))
+    return table(["precision", "seed", "machine", "iterations", f"best {METRIC[task]} (iteration, min)",
+                  f"best within {budget} min", "train tokens/s (median)"], rows, "lrlrlrr")
+
+
+def by_task(record: dict, task: str) -> list[dict]:
+    return [r for r in record["runs"] if r["task"] == task]
+
+
+def pairs(record: dict, task: str) -> tuple[list[float], list[float], list[int]]:
+    """fp32 and bf16 best figures of `task`, seed by seed (the seeds that have both), and those seeds."""
+    found: dict[int, dict[str, float]] = {}
+    for r in by_task(record, task):
+        found.setdefault(r["seed"], {})[r["precision"]] = r["scores"][task]
+    seeds = sorted(s for s, p in found.items() if {"fp32", "bf16"} <= set(p))
+    return [found[s]["fp32"] for s in seeds], [found[s]["bf16"] for s in seeds], seeds
+
+
+def verdict_table(record: dict, floors: dict) -> tuple[str, str]:
+    """Per task: bf16 minus fp32 on the best validation figure, paired by seed (both of a seed ran side by
+    side on one machine), and the verdict (the target: no change)."""
+    rows, heads = [], []
+    for task in METRIC:
+        fp32, bf16, seeds = pairs(record, task)
+        floor = (floors.get(task) or {}).get("baseline")
+        change, said = judge(fp32, bf16, 0.0, floor=floor, paired=True)
+        head, _, why = said.partition(":")
+        heads.append(f"{task} {head}")
+        rows.append([task, ", ".join(map(str, seeds)), mean_sd(fp32), mean_sd(bf16), interval(change),
+                     f"**{head}**" + (f":{why}" if why else "")])
+    return table(["task", "seeds", "fp32", "bf16", "bf16 - fp32 [95% paired interval]", "verdict (eval/verdict.py)"],
+                 rows, "llrrrl"), ", ".join(heads)
+
+
+def memory_table(record: dict) -> str:
+    """Peak RSS and tokens/s of each setting."""
+    rows = [[r["setting"], num(r["peak_rss_gb"], 2), f"{r['tokens_per_s']:,}" if r["tokens_per_s"] else "-"]
+            for r in record["memory"]["rows"]]
+    return table(["setting", "peak RSS GB", "tokens/s (under the QA-SRL pair's load)"], rows)
+
+
+def agreement_table(record: dict) -> str:
+    """Each model decoded in fp32, bf16 and int8: headline and share of answers identical to fp32."""
+    rows = [[r["model"], r["iteration"], r["task"], r["precision"], r["examples"], f"{r['metric']} {num(r['headline'])}",
+             f"{num(r['identical'])}%", num(r["seconds"])] for r in record["agreement"]["rows"]]
+    return table(["model", "iteration", "task", "precision", "examples", "headline", "identical to fp32",
+                  "decoding s"], rows, "lrllrrrr")
+
+
+def agreement_span(record: dict, task: str, precision: str) -> tuple[str, str]:
+    """The lowest and highest share of answers changed by `precision` decoding on `task`."""
+    changed = [100 - r["identical"] for r in record["agreement"]["rows"] if r["task"] == task
+               and r["precision"] == precision]
+    return num(min(changed)), num(max(changed))
+
+
+def sst_spread() -> str:
+    """The SST recipe's EM over the single-task SST models of the zero-shot page (mean ± sd, n)."""
+    group = next(g for g in records.load("zero_shot")["groups"] if g["name"] == "SST alone")
+    ems = [m["sst"]["em"] for _, m in zero_shot.models(group)]
+    return f"{mean_sd(ems)} EM over {len(ems)} models"
+
+
+def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
+    """The placeholders of templates/precision.md."""
+    record = record or records.load("precision")
+    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    out = {"date": record["date"], "torch": record["torch"], "source": record["source"],
+           "machine": "; ".join(f"`{k}`: {records.describe_machine(m)}" for k, m in record["machines"].items()),
+           "sst_runs": runs_table(record, "sst"),
+           "srl_runs": runs_table(record, "srl"), "verdict_table": verdict_table(record, floors)[0],
+           "verdicts": verdict_table(record, floors)[1],
+           "memory_table": memory_table(record), "agreement_table": agreement_table(record),
+           "sst_spread": sst_spread(), "agreement_commands": "\n".join(
+               f"    .venv/bin/python {c}" for c in record["agreement"]["commands"])}
+    for task in METRIC:
+        speed = {r["precision"]: r["tokens_per_s"] for r in by_task(record, task) if r["seed"] == 123}
+        out[f"{task}_speed"] = num(100 * (speed["bf16"] / speed["fp32"] - 1), 0, sign=True)
+        out[f"{task}_seeds"] = str(len(pairs(record, task)[2]))
+    out["srl_bf16_low"], out["srl_bf16_high"] = agreement_span(record, "srl", "bf16")
+    return out

@@ -1,0 +1,100 @@
+"""Turn a finished run folder of experiments/single_task.py (its curve.json) into a run of a results record,
+with everything issue 33 asks a record to hold: command, commit, params digest, seed, machine (CPU model,
+cores, bf16 units, GPU), load, minutes, curve and final scores.
+
+    python -m experiments.results.runs table2 checkpoints/table2/sst-s2s-s11 ... [--machine xeon]
+
+The runs replace those of the same name in docs/results/records/<record>.json; run this on the machine
+that made them, right after (the machine and the commit are read here).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from experiments.results import records
+
+
+
+def this_machine() -> dict:
+    """CPU model, cores, whether the CPU has bf16 units (avx512_bf16 / amx_bf16), GPU (None on a CPU run)."""
+    info = Path("/proc/cpuinfo").read_text(encoding="utf-8") if Path("/proc/cpuinfo").is_file() else ""
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                 "unknown")
+    return {"cpu": model, "cores": os.cpu_count(), "bf16_units": "avx512_bf16" in info or "amx_bf16" in info,
+            "gpu": None}
+
+
+def commit() -> str | None:
+    """The repository's HEAD commit (short), or None outside git."""
+    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=records.ROOT, capture_output=True, text=True)
+    return found.stdout.strip() or None
+
+
+def params_digest(run: dict) -> str:
+    """sha256 (16 hex) of the overlay files' text and the overrides: equal digests, equal params."""
+    h = hashlib.sha256()
+    for path in run.get("overlay", []):
+        h.update((records.ROOT / path).read_bytes())
+    h.update("\n".join(run.get("overrides", [])).encode())
+    return h.hexdigest()[:16]
+
+
+def from_folder(folder: Path, machine: str) -> dict:
+    """The record run of one single_task.py run folder."""
+    run = json.loads((folder / "curve.json").read_text(encoding="utf-8"))
+    task, curve = run["task"], run["curve"]
+    best = max(curve, key=lambda p: p["headline"])
+    iters = run["iterations"]
+    sets = " ".join(f"--set {o}" for o in run.get("overrides", []))
+    overlay = " ".join(f"--overlay {o}" for o in run.get("overlay", []))
+    return {"name": folder.name, "task": task, "variant": run.get("variant", "mqan"), "seed": run["seed"],
+            "command": f"experiments/single_task.py run --task {task} --iterations {iters} --val-every "
+                       f"{curve[1]['iteration'] - curve[0]['iteration'] if len(curve) > 1 else iters} {overlay} {sets}",
+            "commit": commit(), "params_digest": params_digest(run), "machine": machine,
+            "load": run.get("load_end"), "minutes": round(run["minutes"], 2),
+            "curve": [[p["iteration"], round(p["headline"], 2)] for p in curve],
+            "scores": {task: round(best["headline"], 1)}, "best_iteration": best["iteration"],
+            "minutes_to_best": round(best["minutes"], 2), "still_rising": None,
+            "precision": run.get("precision", "fp32"), "iterations": iters, "tokens_per_s": tokens_per_s(curve)}
+
+
+def tokens_per_s(curve: list[dict]) -> int | None:
+    """The median training tokens/s over the curve's points (None when not logged)."""
+    rates = sorted(p["tokens_per_s"] for p in curve if p.get("tokens_per_s"))
+    return round(rates[len(rates) // 2]) if rates else None
+
+
+def add(record_name: str, folders: list[Path], machine: str) -> dict:
+    """The record with `folders`' runs in place of those of the same name, and this machine under `machine`."""
+    path = records.RECORDS / f"{record_name}.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    new = [from_folder(f, machine) for f in folders]
+    names = {r["name"] for r in new}
+    record["runs"] = [r for r in record["runs"] if r["name"] not in names] + new
+    record["machines"][machine] = this_machine()
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Add run folders to a record."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("record", help="docs/results/records/<record>.json")
+    ap.add_argument("folders", nargs="+", type=Path)
+    ap.add_argument("--machine", default="this", help="the machine's key in the record (default: %(default)s)")
+    args = ap.parse_args(argv)
+    missing = [str(f) for f in args.folders if not (f / "curve.json").is_file()]
+    if missing:
+        ap.error(f"no curve.json (unfinished run?) in {', '.join(missing)}")
+    add(args.record, args.folders, args.machine)
+    print(f"{len(args.folders)} runs in docs/results/records/{args.record}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""docs/results/table3.md: Table 3 in miniature (fully joint, SQuAD-first anti-curriculum, curriculum) from
+docs/results/records/table3.json, with eval/verdict.py's verdict on each of the paper's findings."""
+from __future__ import annotations
+
+from collections import Counter
+from statistics import mean
+
+from deca.registry import DECANLP
+from eval.compare import PAPER_TABLE3
+from experiments.results import records
+from experiments.results.render import judge, mean_sd, num, table
+
+PAGE = "docs/results/table3.md"
+TEMPLATE = "table3.md"
+STRATEGIES = ("fully_joint", "anti_curriculum", "curriculum")
+TASKS = ("squad_dev", "sst", "srl", "woz.en", "schema")
+ROWS = {"fully_joint": "fully_joint", "anti_curriculum": "anti_curriculum_squad", "curriculum": "curriculum"}
+# The paper's Table 3 rows of these strategies on the five tasks (SQuAD for squad_dev).
+PAPER = {ours: {t: PAPER_TABLE3[row][0][DECANLP.index("squad" if t == "squad_dev" else t)] for t in TASKS}
+         for ours, row in ROWS.items()}
+FINDINGS = (("anti_curriculum", "sum", "SQuAD first beats fully joint (sum of the 5)"),
+            ("anti_curriculum", "squad_dev", "SQuAD first raises SQuAD"),
+            ("curriculum", "sum", "the curriculum (easy tasks first) lowers the sum"),
+            ("curriculum", "squad_dev", "the curriculum lowers SQuAD"))
+
+
+def scores(record: dict, strategy: str, task: str) -> list[float]:
+    """Each seed's last-round headline of `task` ("sum": of the five tasks) for `strategy`."""
+    runs = [r for r in record["runs"] if r["strategy"] == strategy]
+    if task == "sum":
+        return [sum(r["scores"][t] for t in TASKS) for r in runs]
+    return [r["scores"][task] for r in runs]
+
+
+def rising(record: dict, strategy: str, task: str) -> bool:
+    """Whether a run of `strategy` still rises on `task` (any of the five for "sum"), by the record."""
+    tasks = TASKS if task == "sum" else (task,)
+    return any(r["still_rising"].get(t) for r in record["runs"] if r["strategy"] == strategy for t in tasks)
+
+
+def results_table(record: dict, floors: dict) -> str:
+    """Mean ± sd over seeds per strategy and task, the paper's row beside, and the chance row."""
+    rows = []
+    for s in STRATEGIES:
+        seeds = ", ".join(str(r["seed"]) for r in record["runs"] if r["strategy"] == s)
+        paper = PAPER[s]
+        rows.append([s, seeds, *(mean_sd(scores(record, s, t)) for t in (*TASKS, "sum")),
+                     " / ".join(num(paper[t]) for t in TASKS) + f" = {num(sum(paper.values()))}"])
+    chance = [num((floors.get(t) or {}).get("baseline")) for t in TASKS]
+    rows.append(["chance (eval/verdict.py)", "", *chance, "", ""])
+    return table(["strategy", "seeds", *TASKS, "sum of 5", "paper (same tasks; SQuAD for squad_dev)"], rows,
+                 "l" + "r" * (len(TASKS) + 3) + "l")
+
+
+def findings(record: dict) -> tuple[str, Counter]:
+    """Each finding: the paper's change, the change of the means here [95% Welch interval], the verdict."""
+    rows, tally = [], Counter()
+    for s, task, text in FINDINGS:
+        base, other = PAPER["fully_joint"], PAPER[s]
+        paper = sum(other.values()) - sum(base.values()) if task == "sum" else other[task] - base[task]
+        sides = [rising(record, side, task) for side in ("fully_joint", s)]
+        change, said = judge(scores(record, "fully_joint", task), scores(record, s, task), paper, rising=sides)
+        tally[said.split(":")[0]] += 1
+        head, _, why = said.partition(":")
+        rows.append([text, num(paper, sign=True), f"{change.value:+.1f} [{change.low:+.1f}, {change.high:+.1f}]",
+                     f"**{head}**" + (f":{why}" if why else "")])
+    return table(["the paper's finding", "paper", "here [95% Welch interval]", "verdict (eval/verdict.py)"], rows,
+                 "lrrl"), tally
+
+
+def runs_table(record: dict) -> str:
+    """Each run: its MLflow run, phases, minutes, load before / after and its five scores."""
+    rows = [[r["name"], r["mlflow_run"], r["phases"], num(r["minutes"]), f"{num(r['load'][0])} / {num(r['load'][1])}",
+             " / ".join(num(r["scores"][t]) for t in TASKS)] for r in record["runs"]]
+    return table(["run", "MLflow run", "phases (MLflow tags)", "minutes", "load average before / after",
+                  " / ".join(TASKS)], rows, "lllrll")
+
+
+def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
+    """The placeholders of templates/table3.md."""
+    record = record or records.load("table3")
+    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    verdicts, tally = findings(record)
+    squad = scores(record, "fully_joint", "squad_dev") + scores(record, "anti_curriculum", "squad_dev") \
+        + scores(record, "curriculum", "squad_dev")
+    woz = [r["scores"]["woz.en"] for r in record["runs"]]
+    gain = {t: mean(scores(record, "anti_curriculum", t)) - mean(scores(record, "fully_joint", t))
+            for t in ("sum", "schema")}
+    return {"date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
+            "source": record["source"], "iterations": f"{record['iterations']:,}",
+            "phase_iterations": f"{record['phase_iterations']:,}", "results_table": results_table(record, floors),
+            "verdict_table": verdicts, "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),
+            "runs_table": runs_table(record), "squad_low": num(min(squad)), "squad_high": num(max(squad)),
+            "woz_low": num(min(woz)), "woz_high": num(max(woz)), "sum_gain": num(gain["sum"], sign=True),
+            "mwsc_gain": num(gain["schema"], sign=True), "mwsc_floor": num(floors["schema"]["baseline"])}

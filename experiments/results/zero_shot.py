@@ -1,0 +1,98 @@
+"""docs/results/zero_shot.md: the SST question with renamed labels, from experiments/zero_shot_report.py's
+JSON files (docs/results/zero_shot_*.json) and docs/results/records/zero_shot.json (which model is which),
+with eval/verdict.py's verdict on the paper's "only a small drop" for each group and renaming."""
+from __future__ import annotations
+
+from statistics import mean
+
+from eval.stats import seed_interval
+from experiments.results import records
+from experiments.results.render import judge, mean_sd, num, table
+
+PAGE = "docs/results/zero_shot.md"
+TEMPLATE = "zero_shot.md"
+TRAINED = "sst"
+RENAMED = {"sst.happy_angry": "happy / angry", "sst.supportive_unsupportive": "supportive / unsupportive"}
+PAPER_DROP = 0.0  # the paper reports "only a small drop", no figure: the verdict asks whether there is a change
+
+
+def models(group: dict) -> list[tuple[str, dict]]:
+    """(label, {task: its zero_shot_report figures}) of each model of a group."""
+    found = records.load(group["record"])
+    return [(label, found[key]) for key, label in group["models"]]
+
+
+def cell(figures: dict) -> str:
+    """'EM (first word right, one-word answers %)'."""
+    return f"{num(figures['em'])} ({num(figures['first word right'])}, {figures['stops']:.0f}%)"
+
+
+def group_table(group: dict) -> str:
+    """One row per model and the group's mean ± sd."""
+    rows = [[label, *(cell(m[t]) for t in (TRAINED, *RENAMED))] for label, m in models(group)]
+    ems = {t: [m[t]["em"] for _, m in models(group)] for t in (TRAINED, *RENAMED)}
+    rows.append([f"**{group['name']}, mean ± sd ({len(rows)})**", *(f"**{mean_sd(ems[t])}**" for t in ems)])
+    return table(["model", "asked as trained", *RENAMED.values()], rows)
+
+
+def top_answers(group: dict, count: int = 3) -> str:
+    """Per model and renaming, its most frequent answers ("x3": the word three times) as a bullet list."""
+    lines = []
+    for label, m in models(group):
+        said = "; ".join(f"{name}: " + ", ".join(f'"{a}" {n}' for a, n in m[task]["top answers"][:count])
+                         for task, name in RENAMED.items())
+        lines.append(f"- {label}: {said}")
+    return "\n".join(lines)
+
+
+def verdicts(groups: list[dict], floors: dict) -> tuple[str, list[str]]:
+    """Per group and renaming: as trained, renamed [95% t interval over the models], the change, the verdict."""
+    rows, heads = [], []
+    for group in groups:
+        found = models(group)
+        trained = [m[TRAINED]["em"] for _, m in found]
+        for task, name in RENAMED.items():
+            renamed = [m[task]["em"] for _, m in found]
+            side = seed_interval(renamed)
+            change, said = judge(trained, renamed, PAPER_DROP, floor=floors[task]["baseline"])
+            head, _, why = said.partition(":")
+            heads.append(head)
+            rows.append([group["name"], name, num(mean(trained)), f"{num(side.value)} [{num(side.low)}, {num(side.high)}]",
+                         num(change.value, sign=True), f"**{head}**" + (f":{why}" if why else "")])
+    return table(["models", "renaming", "as trained", "renamed [95% interval]", "change", "verdict (eval/verdict.py)"],
+                 rows, "llrrrl"), heads
+
+
+def summary(heads: list[str]) -> str:
+    """One sentence on the verdicts as a whole."""
+    if all(h == "not tested" for h in heads):
+        return ("No group of models answers the renamed question reliably better than chance, so none of them "
+                "tests the paper's claim.")
+    return "Verdicts: " + ", ".join(f"{heads.count(h)} {h}" for h in sorted(set(heads))) + "."
+
+
+def span(groups: list[dict], name: str, task: str, key: str) -> tuple[str, str]:
+    """The lowest and highest `key` of `task` over the models of group `name`."""
+    found = [m[task][key] for g in groups if g["name"] == name for _, m in models(g)]
+    return num(min(found)), num(max(found))
+
+
+def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
+    """The placeholders of templates/zero_shot.md."""
+    record = record or records.load("zero_shot")
+    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    groups = record["groups"]
+    out = {"date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
+           "source": record["source"], "verdict_table": verdicts(groups, floors)[0],
+           "verdict_summary": summary(verdicts(groups, floors)[1]),
+           "chance": num(floors["sst.happy_angry"]["baseline"]), "majority": num(floors["sst.happy_angry"]["majority"])}
+    for i, group in enumerate(groups):
+        out[f"table_{i}"] = group_table(group)
+        out[f"command_{i}"] = group["command"]
+        out[f"answers_{i}"] = top_answers(group)
+    for short, task in (("ha", "sst.happy_angry"), ("su", "sst.supportive_unsupportive")):
+        out[f"first_alone_{short}_low"], out[f"first_alone_{short}_high"] = span(groups, "SST alone", task,
+                                                                                  "first word right")
+        out[f"first_t3_{short}_low"], out[f"first_t3_{short}_high"] = span(groups, "Table 3 five-task models", task,
+                                                                            "first word right")
+    return out

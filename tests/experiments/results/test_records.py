@@ -1,0 +1,29 @@
+"""experiments/results/records.py: every committed record under docs/results/records/ is complete."""
+from __future__ import annotations
+
+import pytest
+
+from experiments.results import records
+
+NAMES = sorted(p.name.split(".")[0] for p in records.RECORDS.glob("*.json*"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_record_names_its_source_and_its_runs_are_complete(name):
+    record = records.load(name)
+    assert record.get("source") or record.get("command"), f"{name}: where do its figures come from?"
+    assert records.check_record(record) == []
+
+
+def test_a_run_without_its_machine_or_fields_is_reported():
+    record = {"machines": {"m": {"cpu": "x", "cores": 2, "bf16_units": None}},
+              "runs": [{"name": "r", "machine": "n", "command": "c"}]}
+    problems = records.check_record(record)
+    assert any("machine m: no gpu" in p for p in problems)
+    assert any("run r: no commit" in p for p in problems)
+    assert any("unknown machine 'n'" in p for p in problems)
+
+
+def test_a_missing_record_is_named():
+    with pytest.raises(records.RecordError, match="no record 'nothing'"):
+        records.load("nothing")

@@ -1,0 +1,29 @@
+"""experiments/results/runs.py: a run folder becomes a complete record run."""
+from __future__ import annotations
+
+import json
+
+from experiments.results import records, runs
+
+
+def test_a_run_folder_becomes_a_record_run_with_every_field(tmp_path):
+    folder = tmp_path / "sst-s2s-s11"
+    folder.mkdir()
+    curve = [{"iteration": 100 * i, "minutes": 0.5 * i, "headline": h} for i, h in enumerate([0.0, 52.9, 80.8, 80.1], 1)]
+    (folder / "curve.json").write_text(json.dumps({
+        "task": "sst", "seed": 11, "variant": "s2s", "iterations": 400, "overlay": ["infra/params/glove.yaml"],
+        "overrides": ["model.variant=s2s", "train.seed=11"], "load_end": [2.0, 1.5, 1.0], "minutes": 2.1,
+        "curve": curve}), encoding="utf-8")
+    run = runs.from_folder(folder, "here")
+    assert records.check_runs([run]) == []
+    assert run["scores"] == {"sst": 80.8} and run["best_iteration"] == 300 and run["seed"] == 11
+    assert "--val-every 100" in run["command"] and "--set model.variant=s2s" in run["command"]
+    assert len(run["params_digest"]) == 16
+    other = dict(json.loads((folder / "curve.json").read_text()), overrides=["model.variant=satt", "train.seed=11"])
+    assert runs.params_digest(other) != run["params_digest"]
+
+
+def test_this_machine_names_its_cpu_cores_and_bf16_units():
+    found = runs.this_machine()
+    assert set(records.MACHINE_FIELDS) <= set(found) and found["cores"] >= 1
+    assert isinstance(found["bf16_units"], bool)

@@ -1,0 +1,52 @@
+"""experiments/results/table2.py: cells from runs or two-seed summaries, rising from the curves, a verdict on
+every step."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from experiments.results import records, table2
+
+
+def test_two_values_give_back_their_mean_and_sd():
+    import statistics
+
+    values = table2.two_values(47.4, 1.8)
+    assert statistics.mean(values) == pytest.approx(47.4) and statistics.stdev(values) == pytest.approx(1.8)
+
+
+def record(curve_b=None):
+    run = {"task": "schema", "command": "", "commit": None, "params_digest": None, "machine": "m", "load": None,
+           "minutes": 1.0, "still_rising": None, "best_iteration": 1}
+    runs = []
+    for variant in table2.VARIANTS:
+        for seed, value in ((1, 40.0), (2, 41.0), (3, 42.0)):
+            curve = curve_b if (variant == "satt" and curve_b) else [[100, value], [200, value], [300, value]]
+            runs.append({**run, "variant": variant, "seed": seed, "curve": curve, "scores": {"schema": value + 10 * (variant == "satt")}})
+    return {"runs": runs, "iterations": {"schema": 300}, "summaries": {}}
+
+
+def test_cells_come_from_the_runs_and_a_rising_curve_is_found():
+    flat = record()
+    assert table2.cell_values(flat, "schema", "satt") == [50.0, 51.0, 52.0]
+    assert not table2.rising(flat, "schema", "satt")
+    assert table2.rising(record(curve_b=[[100, 10.0], [200, 30.0], [250, 40.0], [300, 50.0]]), "schema", "satt")
+
+
+def test_every_step_has_a_verdict_and_the_floor_makes_mwsc_not_tested():
+    text, tally, _ = table2.steps(record(), {"schema": {"baseline": 50.0}})
+    assert sum(tally.values()) == 3  # the record holds MWSC only: S2S->SAtt, SAtt->CAtt, CAtt->QPtr
+    assert tally == {"not tested": 3}
+
+
+def test_without_a_floor_three_seeds_give_a_real_verdict():
+    text, tally, _ = table2.steps(record(), {})
+    assert tally == {"reproduced": 2, "inconclusive": 1}
+    assert "S2S → +SAtt | +2.4 | +10.0" in text and "**reproduced**" in text
+
+
+def test_the_committed_record_has_every_run_field():
+    found = records.load("table2")
+    assert records.check_runs(found["runs"]) == []
+    assert all(not math.isnan(v) for t in table2.TASKS for v in table2.cell_values(found, t, "qptr"))
