@@ -19,6 +19,7 @@ GENERATED = {
     "docs/results/sst_single_task.md": "experiments.results.sst_single_task",
     "docs/results/transfer.md": "experiments.results.transfer",
     "docs/results/multitask.md": "experiments.results.multitask",
+    "docs/results/gpu_floor.md": "experiments.results.gpu_floor",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {

@@ -35,6 +35,8 @@ INDEX = (
     ("speed.md", "**Speed and memory** side by side with the original MQAN (`../shared/speedcheck`)."),
     ("speedcheck_summary.md", "**Speedcheck rounds**: the raw rounds behind speed.md."),
     ("gpu.md", "**One GPU**: bf16 against fp32, and the SST recipe on an H100."),
+    ("gpu_floor.md", "**The GPU step against its floor** (issue 35): side by side with the original MQAN on an H200, "
+                     "kernels, launches and synchronisations per step, and the targets (all missed)."),
     ("scale.md", "**Scaling**: Beam workers, metric processes, Ray Train workers and Ray Serve replicas on 2 cores."),
     ("reliability.md", "**Reliability**: the fault bench (`bench/faults.py`)."),
     ("serve_fairness.txt", "**Serving fairness**: one-sentence calls beside a large call, with and without the "
