@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import model as bm  # noqa: E402
-from bench.speedcheck_case import sync  # noqa: E402
+from bench.speedcheck_case import optimizer_step, sync  # noqa: E402
 from train.mqan import precision as precisions  # noqa: E402
 from train.mqan.batch import collate  # noqa: E402
 from train.mqan.model import build_model  # noqa: E402
@@ -113,13 +113,7 @@ def phases(model, vocab, data: dict, decode_rows: dict, args, device, precision:
         def train_step(picked=picked, state=state):
             b = picked[state["i"] % len(picked)]
             state["i"] += 1
-            model.train()
-            with precisions.autocast(device, precision):
-                loss = model(b)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
+            optimizer_step(model, opt, b, device, precision)
 
         size = sum(map(len, batches)) / len(batches)
         out[f"train step, {task}{', exact lengths' if bucketing == 'exact' else ''} ({size:.0f} ex)"] = train_step

@@ -44,7 +44,7 @@ from train.mqan.vocab import EOS_ID, Vocab
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
 sys.path.insert(0, str(ROOT))
-from bench.speedcheck_case import speedcheck_case  # noqa: E402,F401  (the harness calls bench.model.speedcheck_case)
+from bench.speedcheck_case import optimizer_step, speedcheck_case  # noqa: E402,F401  (the harness calls bench.model.speedcheck_case)
 from train.mqan import precision as precisions  # noqa: E402
 
 CONFIGS = {"fp32": ("fp32", False), "bf16": ("bf16", False), "int8": ("int8", False),
@@ -164,12 +164,7 @@ def bench_train(model, batches, vocab, steps: int, warmup: int, precision: str =
             flops += step_flops(model, b, precision)
         sync()
         t0 = time.perf_counter()
-        with precisions.autocast(DEVICE, precision):
-            loss = model(b)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        optimizer_step(model, opt, b, DEVICE, precision)
         sync()
         if i >= warmup:
             times.append(time.perf_counter() - t0)

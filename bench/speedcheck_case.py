@@ -116,14 +116,21 @@ def train_step_fn(model, vocab, chosen: str, device: torch.device = torch.device
         b = collate(rows, vocab, device)
         sync(device)
         t0 = time.perf_counter()
-        model.train()
-        with precision.autocast(device, chosen):
-            loss = model(b)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
+        loss = optimizer_step(model, opt, b, device, chosen)
         sync(device)
         return time.perf_counter() - t0, b.size, loss.item()
 
     return step
+
+
+def optimizer_step(model, opt, batch, device: torch.device, chosen: str) -> torch.Tensor:
+    """One training step as the harness defines it: forward in `chosen` precision, backward, clip the gradient
+    norm at 1.0, the optimizer's step; returns the loss (on the device: reading it waits for the device)."""
+    model.train()
+    with precision.autocast(device, chosen):
+        loss = model(batch)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
+    opt.step()
+    return loss

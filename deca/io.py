@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from deca.errors import DecaError, WriteError, exception_chain
+from deca.errors import DataError, DecaError, WriteError, exception_chain
 
 
 def _read_umask() -> int:
@@ -184,3 +184,14 @@ def check_writable(*directories: str | Path) -> None:
                              directory, where=existing) from exc
         os.close(fd)
         os.unlink(probe)
+
+
+def json_line(line: str, where: str | Path, lineno: int, fix: str) -> Any:
+    """The JSON value of one line of a JSON-lines file; a DataError naming the file, the line and `fix` when the
+    line is not JSON or nests too deeply for the parser."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(where, f"not valid JSON ({exc.msg})", line=lineno, fix=fix) from None
+    except RecursionError:
+        raise DataError(where, "JSON nested too deeply", line=lineno, fix=fix) from None

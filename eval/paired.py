@@ -10,7 +10,6 @@ task's chance/majority baseline computed from the gold answers (eval.verdict.bas
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from deca.errors import DataError
+from deca.io import json_line
 from deca.registry import all_tasks
 from eval.verdict import baseline
 from eval.examples import kind_of
@@ -45,10 +45,7 @@ def read_task(path: Path) -> Examples:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, f"not valid JSON ({exc.msg})", line=lineno, fix=FIX) from None
+            record = json_line(line, path, lineno, FIX)
             if not isinstance(record, dict) or "id" not in record or not isinstance(record.get("stats"), list):
                 raise DataError(path, "no per-example statistics ('stats') in the record", line=lineno, fix=FIX)
             ids.append(str(record["id"]))

@@ -6,13 +6,12 @@ lines ``{"id": ..., "prediction": ...}`` in ``<dir>/<task>.jsonl``. Results are 
 """
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from deca.errors import DataError
-from deca.io import write_json
+from deca.io import json_line, write_json
 from deca.metric_logging import MetricLogger, active_run_logger
 from deca.registry import all_tasks, get_task, resolve_tasks
 from deca.schema import read_split
@@ -51,12 +50,7 @@ def read_predictions(path: str | Path) -> dict[str, str]:
 def parse_prediction(line: str, path: Path, lineno: int) -> tuple[str, str]:
     """(id, prediction) of one line of a predictions file; a DataError naming the line and the fix."""
     fix = 'each line must be a JSON object {"id": "...", "prediction": "..."}'
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"not valid JSON ({exc.msg})", line=lineno, fix=fix) from None
-    except RecursionError:
-        raise DataError(path, "JSON nested too deeply", line=lineno, fix=fix) from None
+    record = json_line(line, path, lineno, fix)
     if not isinstance(record, dict) or "id" not in record or "prediction" not in record:
         raise DataError(path, "missing 'id' or 'prediction'", line=lineno, fix=fix)
     pid, prediction = record["id"], record["prediction"]

@@ -8,13 +8,13 @@ Answers come from train.mqan.decode (the same batched greedy loop as validation 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import torch
 
 from deca.errors import ConfigError, DataError
+from deca.io import json_line
 from deca.text import prepare_text
 from train.infer.limits import InputLimits
 
@@ -66,12 +66,7 @@ def read_requests(lines: Iterable[str], name: str, limits: InputLimits = InputLi
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(name, f"not valid JSON ({exc.msg})", line=lineno, fix=FIX) from None
-        except RecursionError:
-            raise DataError(name, "JSON nested too deeply", line=lineno, fix=FIX) from None
+        record = json_line(line, name, lineno, FIX)
         if not isinstance(record, dict):
             raise DataError(name, "not a JSON object", line=lineno, fix=FIX)
         rows.append(checked_request(record, lineno, name, limits))
