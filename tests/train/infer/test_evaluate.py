@@ -146,7 +146,7 @@ def test_oracle_predictions_score_100(setup, monkeypatch):
     for task in TASKS:
         answers.update({r["id"]: r["answer"] for r in read_split(params.data.processed_dir, task, "validation").to_pylist()})
 
-    def oracle(self, batch, max_len=None, explain=False):
+    def oracle(self, batch, max_len=None, explain=False, cuda_graphs=False):
         n = len(batch.ids)  # texts only: no decoding steps, so no answer tokens for Figure 3
         return GreedyOutput([[] for _ in range(n)], [answers[i] for i in batch.ids], torch.zeros(n, 1, dtype=torch.long),
                             torch.zeros(n, 1), torch.zeros(n, 1, 3), torch.zeros(n, dtype=torch.long))
