@@ -81,16 +81,15 @@ def test_on_a_gpu_the_step_and_the_decoding_loop_do_not_synchronise():
         with torch.no_grad():
             model.eval()
             enc = model.encode(b)
-            cand = mixture.Candidates.of  # unique: once per batch, before the loop
             st = static_decode.new_state(model, enc, 5)
             pe = static_decode.positional_encodings(5, enc.context.shape[-1], 0, enc.context.device)
     finally:
         torch.cuda.set_sync_debug_mode(0)
-    c = cand(enc.context_ext, enc.question_ext)
+    cand = mixture.Candidates.of(enc.context_ext, enc.question_ext)  # unique: once per batch, before the loop
     torch.cuda.set_sync_debug_mode("error")
     try:
         with torch.no_grad():
             for _ in range(3):
-                static_decode.step(model, enc, st, pe, c, enc.question_ext)
+                static_decode.step(model, enc, st, pe, cand, enc.question_ext)
     finally:
         torch.cuda.set_sync_debug_mode(0)
