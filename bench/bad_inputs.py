@@ -80,7 +80,7 @@ def vocab_size_zero(tmp: Path):
 def truncated_checkpoint(tmp: Path):
     import torch
 
-    from train.mqan.checkpoint import read_checkpoint
+    from mqan.checkpoint import read_checkpoint
 
     torch.save({"format": "x", "weights": torch.zeros(1000)}, tmp / "m.pt")
     (tmp / "t.pt").write_bytes((tmp / "m.pt").read_bytes()[:200])
@@ -98,10 +98,10 @@ def other_vector_source(tmp: Path):
     import numpy as np
 
     from deca.config import ModelConfig
-    from train.mqan.checkpoint import load_checkpoint, save_checkpoint
-    from train.mqan.model import build_model
-    from train.mqan.vectors import VectorSource
-    from train.mqan.vocab import Vocab
+    from mqan.checkpoint import load_checkpoint, save_checkpoint
+    from mqan.model import build_model
+    from mqan.vectors import VectorSource
+    from mqan.vocab import Vocab
 
     vocab = Vocab.from_tokens([" a ", " b "], 10)
     cfg = ModelConfig(dimension=8, ff_hidden=8, heads=1, word_vectors=None, char_ngram_dim=4)
@@ -111,7 +111,7 @@ def other_vector_source(tmp: Path):
 
 
 def missing_vector_package(tmp: Path):
-    from train.mqan import vectors
+    from mqan import vectors
 
     vectors.PACKAGED["glove-test-missing"] = vectors.Packaged("no_such_module_xyz", "no-such-package", "m", "i")
     try:

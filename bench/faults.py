@@ -150,8 +150,8 @@ def full_disk(*args, **kwargs):
 
 def tiny_checkpoint(tmp: Path) -> Path:
     """A tiny untrained MQAN saved as `deca train` saves its best model (vocabulary inside)."""
-    from tests.train.mqan.test_model import tiny_model
-    from train.mqan.checkpoint import save_checkpoint
+    from tests.mqan.test_model import tiny_model
+    from mqan.checkpoint import save_checkpoint
 
     return save_checkpoint(tmp / "model" / "model.pt", tiny_model())
 
@@ -177,7 +177,7 @@ def write_requests(tmp: Path, content: bytes) -> Path:
 @contextlib.contextmanager
 def model_not_loaded() -> Iterator[None]:
     """Fail the case if `deca predict` loads its model inside the block: the refusal must come first."""
-    from train.mqan import checkpoint
+    from mqan import checkpoint
 
     real, loaded = checkpoint.load_model, []
 
@@ -521,7 +521,7 @@ def server_refuses(body: Callable[[], bytes], status: int, expect: str) -> Calla
     """`POST /predict` with `body()` to the `deca serve` app (default limits) is answered `status` with
     `expect` in its one-line error, and the model is not asked."""
     def check(tmp: Path) -> str:
-        from train.infer.serve.app import create_app
+        from infer.serve.app import create_app
 
         backend = StubBackend()
         got, answer = post(create_app(backend), body())
@@ -535,7 +535,7 @@ def server_refuses(body: Callable[[], bytes], status: int, expect: str) -> Calla
 def small_call_between_pieces(tmp: Path) -> str:
     """The batching queue of `deca serve` answers a one-sentence call between the pieces of a large call (the
     model takes 50 ms a batch here); bench/serve_fairness.py measures it on a real server."""
-    from train.infer.serve.engine import Batcher
+    from infer.serve.engine import Batcher
 
     order: list[list[str]] = []
 

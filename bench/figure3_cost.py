@@ -1,5 +1,5 @@
 """What Figure 3 costs `deca evaluate`: greedy decoding of real validation examples with a trained checkpoint,
-texts only (before), with the source weights (`deca evaluate` now: train.mqan.decode.decode(weights=True))
+texts only (before), with the source weights (`deca evaluate` now: mqan.decode.decode(weights=True))
 and with the per-source probabilities too (`deca predict`: explain=True), side by side.
 
 The three ways run in turn on the same batches (after a warm-up batch, in a rotating order), `--repeats`
@@ -17,9 +17,9 @@ import time
 import torch
 
 from eval.sources import summarize
-from train.mqan.checkpoint import load_model
-from train.infer.evaluate import read_rows
-from train.mqan.decode import decode
+from mqan.checkpoint import load_model
+from infer.evaluate import read_rows
+from mqan.decode import decode
 
 MODES = {"texts only": {}, "weights (evaluate)": {"weights": True}, "explain (predict)": {"explain": True}}
 

@@ -46,8 +46,8 @@ stage() {  # stage NAME FILE SECONDS COMMAND...: run with a limit (at most what 
   git log -1 --format='commit %H %s' 2>/dev/null; uptime
 } 2>&1 | tee "$OUT/env.txt"
 
-stage tests "$OUT/tests.txt" 150 $PY -m pytest -q -p no:cacheprovider -o addopts= tests/train/mqan/test_syncs.py \
-  tests/train/mqan/test_static_decode.py tests/train/mqan/test_packing.py ${TEST_ARGS:-}
+stage tests "$OUT/tests.txt" 150 $PY -m pytest -q -p no:cacheprovider -o addopts= tests/mqan/test_syncs.py \
+  tests/mqan/test_static_decode.py tests/mqan/test_packing.py ${TEST_ARGS:-}
 
 speedcheck() {
   export WORK=${SC_WORK:-$PWD/.gpu/speedcheck_work} PY DEVICE SKIP_BENCH=1 INTERLEAVED=0 ROUNDS RESULTS=$OUT/speedcheck_results.jsonl

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from train.mqan.vectors import MATRIX, WORDS, open_source  # noqa: E402
+from mqan.vectors import MATRIX, WORDS, open_source  # noqa: E402
 
 # pure-Python packages the runs import that the GPU image lacks (revtok: tokenizing; the last two: ROUGE,
 # which eval/metrics imports; their own needs, absl, six, regex, are in the image)

@@ -34,11 +34,11 @@ if str(ROOT) not in sys.path:
 
 from bench import model as bm  # noqa: E402
 from bench.speedcheck_case import optimizer_step, sync  # noqa: E402
-from train.mqan import precision as precisions  # noqa: E402
-from train.mqan.batch import collate  # noqa: E402
-from train.mqan.model import build_model  # noqa: E402
-from train.mqan.vectors import VectorSource  # noqa: E402
-from train.mqan.vocab import EOS_ID  # noqa: E402
+from mqan import precision as precisions  # noqa: E402
+from mqan.batch import collate  # noqa: E402
+from mqan.model import build_model  # noqa: E402
+from mqan.vectors import VectorSource  # noqa: E402
+from mqan.vocab import EOS_ID  # noqa: E402
 
 SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch")

@@ -9,8 +9,8 @@ char n-grams, a 50,000-token generative vocabulary (the data's tokens by frequen
 EOS suppressed while decoding so every batch runs the same number of steps.
 
 Configurations (`--configs`, each in its own process so that its peak RSS is its own): fp32; bf16
-(autocast, train/mqan/precision.py); int8 (W_v quantized; decoding only); fp32 with glibc's default
-malloc thresholds (the allocator setting's effect, train/mqan/allocator.py). Ratios are against fp32 of
+(autocast, mqan/precision.py); int8 (W_v quantized; decoding only); fp32 with glibc's default
+malloc thresholds (the allocator setting's effect, mqan/allocator.py). Ratios are against fp32 of
 the same run. Against the original, use ../shared/speedcheck (bench/speedcheck_case.py is this project's
 side of it): a ratio against figures measured elsewhere is not a measurement.
 
@@ -35,17 +35,17 @@ import torch
 
 from deca.config import ModelConfig
 from deca.text import normalize_space, tokenize
-from train.mqan.allocator import keep_large_blocks
-from train.mqan.batch import collate
-from train.mqan.model import build_model, count_parameters
-from train.mqan.vectors import VectorSource
-from train.mqan.vocab import EOS_ID, Vocab
+from mqan.allocator import keep_large_blocks
+from mqan.batch import collate
+from mqan.model import build_model, count_parameters
+from mqan.vectors import VectorSource
+from mqan.vocab import EOS_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
 sys.path.insert(0, str(ROOT))
 from bench.speedcheck_case import optimizer_step, speedcheck_case  # noqa: E402,F401  (the harness calls bench.model.speedcheck_case)
-from train.mqan import precision as precisions  # noqa: E402
+from mqan import precision as precisions  # noqa: E402
 
 CONFIGS = {"fp32": ("fp32", False), "bf16": ("bf16", False), "int8": ("int8", False),
            "fp32-glibc-malloc": ("fp32", True)}  # name -> (precision, glibc's default malloc)

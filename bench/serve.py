@@ -9,7 +9,7 @@ same questions are compared (same text). The servers are stopped with Ctrl-C (SI
 
 Scenarios: one question per call from 1 client (latency alone), one question per call from 8 clients
 (the batching queue coalesces them), 8 questions per call from 4 clients.
-Questions: the example inputs (train/infer/serve/examples.py) of --tasks, in turn.
+Questions: the example inputs (infer/serve/examples.py) of --tasks, in turn.
 
     .venv/bin/python bench/serve.py                               # the README model (SST, WOZ, QA-SRL, MWSC)
     .venv/bin/python bench/serve.py --checkpoint model.pt --calls 100 --seconds 30
@@ -89,7 +89,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def questions(tasks: list[str]) -> list[dict]:
-    from train.infer.serve.examples import example_for
+    from infer.serve.examples import example_for
 
     out = []
     for task in tasks:

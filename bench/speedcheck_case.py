@@ -2,9 +2,9 @@
 this project's MQAN for one case as bench/model.py does, in any configuration the harness passes with
 `--proj-opt KEY=VALUE`, and returns the function the harness times.
 
-Options: `precision=fp32|bf16|int8` (int8: decoding only; train/mqan/precision.py), `recompute_encoder=0|1`
+Options: `precision=fp32|bf16|int8` (int8: decoding only; mqan/precision.py), `recompute_encoder=0|1`
 (model.recompute_encoder: the encoder arms rerun in the backward pass, memory for time), `cuda_graphs=0|1`
-(greedy decoding with one step captured as a CUDA graph, train/mqan/static_decode.py), and `device` (the
+(greedy decoding with one step captured as a CUDA graph, mqan/static_decode.py), and `device` (the
 harness passes `--device`: the model and each batch on it, a synchronize before each time is read). There is no compile
 option: torch.compile of MQAN was measured and left out (docs/results/speed.md: on 2 CPU cores the first
 training step took 157 s to compile and every new batch shape recompiled, 83 s; graph breaks at
@@ -20,12 +20,12 @@ import time
 
 import torch
 
-from train.mqan import precision
-from train.mqan.allocator import keep_large_blocks
-from train.mqan.batch import collate
-from train.mqan.model import build_model, count_parameters
-from train.mqan.vectors import VectorSource
-from train.mqan.vocab import EOS_ID, Vocab
+from mqan import precision
+from mqan.allocator import keep_large_blocks
+from mqan.batch import collate
+from mqan.model import build_model, count_parameters
+from mqan.vectors import VectorSource
+from mqan.vocab import EOS_ID, Vocab
 
 KNOWN = "precision=fp32|bf16|int8, recompute_encoder=0|1, cuda_graphs=0|1, device=cpu|cuda[:N]"
 
@@ -73,7 +73,7 @@ def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim
     outside the timed region, which ends with a device synchronize."""
     chosen, recompute, graphs, device = parse_options(options, mode)
     if chosen == "bf16" and device.type == "cpu":
-        precision.limit_kernel_cache()  # as train.precision=bf16 does (train/mqan/precision.py)
+        precision.limit_kernel_cache()  # as train.precision=bf16 does (mqan/precision.py)
     if not default_malloc:
         keep_large_blocks()
     model, vocab = build(itos, generative, seed, head_dim, recompute)

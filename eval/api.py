@@ -134,16 +134,13 @@ def decascore(per_task: Mapping[str, Mapping[str, Any]]) -> dict:
 
 def metric_values(split: str, per_task: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
     """The metrics of a scored split under their names in deca.metric_logging's one namespace:
-    ``<split>/<task>/<metric>``, ``<split>/<task>/headline`` and ``<split>/decascore`` (finite numbers only),
-    and ``<split>/<task>/source/...`` for a result that carries Figure 3 (eval.sources; not in the decaScore)."""
+    ``<split>/<task>/<metric>``, ``<split>/<task>/headline`` and ``<split>/decascore`` (finite numbers only).
+    Figure 3's answer sources, where a result carries them, are eval.sources.source_values'."""
     from deca.metric_logging import finite
-    from eval.sources import metric_items
 
     out: dict[str, Any] = {}
     for task, result in per_task.items():
         out.update({f"{split}/{task}/{name}": value for name, value in result["metrics"].items()})
         out[f"{split}/{task}/headline"] = result["headline"]["value"]
-        if result.get("sources"):
-            out.update({f"{split}/{task}/{name}": value for name, value in metric_items(result["sources"]).items()})
     out[f"{split}/decascore"] = decascore(per_task)["decascore"]
     return finite(out)

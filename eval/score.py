@@ -12,12 +12,13 @@ from typing import Any, Mapping, Sequence
 
 from deca.errors import DataError
 from deca.io import json_line, write_json
-from deca.metric_logging import MetricLogger, active_run_logger
+from deca.metric_logging import MetricLogger, active_run_logger, finite
 from deca.registry import all_tasks, get_task, resolve_tasks
 from deca.schema import read_split
 from deca.text import SURROGATE_FIX, lone_surrogate, may_hold_surrogates
 from eval.api import PredictionMismatch, decascore, metric_values, score_task
 from eval.metrics.registry import ScoreOptions
+from eval.sources import source_values
 
 log = logging.getLogger(__name__)
 GOLD_COLUMNS = ["id", "answer", "answers", "gold"]
@@ -190,7 +191,7 @@ def log_scores(scored: Mapping[str, Any], logger: MetricLogger | None = None, st
     run or $MLFLOW_RUN_ID (deca.metric_logging.active_run_logger); returns the run id when MLflow."""
     results = scored["results"] if "results" in scored else {scored["task"]: scored}
     logger = logger or active_run_logger()
-    values = metric_values(scored["split"], results)
+    values = {**metric_values(scored["split"], results), **finite(source_values(scored["split"], results))}
     if "decascore" not in scored:  # one task scored: no decaScore of its own
         values.pop(f"{scored['split']}/decascore", None)
     logger.log_metrics(values, step)

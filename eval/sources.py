@@ -67,6 +67,12 @@ def metric_items(summary: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def source_values(split: str, per_task: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """``<split>/<task>/source/...`` for each scored task whose result carries Figure 3's sources."""
+    return {f"{split}/{task}/{name}": value for task, result in per_task.items() if result.get("sources")
+            for name, value in metric_items(result["sources"]).items()}
+
+
 def metrics_entry(summary: Mapping[str, Any]) -> dict[str, Any]:
     """A task's summary as the ``source`` object of metrics.json (shares in %, mean weights 0..1)."""
     entry: dict[str, Any] = {"tokens": summary["tokens"]}

@@ -1,5 +1,5 @@
 """Share of validation tokens that reach the encoder without their identity, per task, before and after
-inputs were featurized from token strings (train/mqan/inputs.py).
+inputs were featurized from token strings (mqan/inputs.py).
 
 Before: the input vocabulary was data/vocab.txt (any other token read as the featureless UNK), and trained
 word vectors covered only the generative vocabulary (the from_scratch recipe: 6,000), so rarer tokens
@@ -21,9 +21,9 @@ import torch
 
 from deca.config import ModelConfig
 from deca.schema import iter_rows
-from train.mqan.batch import collate
-from train.mqan.model import build_model
-from train.mqan.vocab import Vocab
+from mqan.batch import collate
+from mqan.model import build_model
+from mqan.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 

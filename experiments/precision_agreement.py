@@ -2,7 +2,7 @@
 models (issue 27: "Greedy ids under bf16 may differ from fp32; report how often").
 
 For each model (a run folder or a model file) and each task it was validated on, decodes the task's whole
-processed validation split once per precision (train/mqan/decode.py, as `deca evaluate --precision` does),
+processed validation split once per precision (mqan/decode.py, as `deca evaluate --precision` does),
 scores every precision with eval.api, and counts the answers identical to fp32's.
 
     .venv/bin/python experiments/precision_agreement.py checkpoints/readme-experiment/checkpoints/<run> ... \\
@@ -25,9 +25,9 @@ def agreement(model_path: Path, processed: Path, precisions: list[str], batch_si
 
     from eval.api import score_task
     from train.data import read_share
-    from train.mqan import precision as precision_mod
-    from train.mqan.checkpoint import load_model
-    from train.mqan.decode import decode
+    from mqan import precision as precision_mod
+    from mqan.checkpoint import load_model
+    from mqan.decode import decode
 
     torch.set_num_threads(threads)
     model, vocab, extra = load_model(model_path)
@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the table (Markdown) to this file")
     args = ap.parse_args(argv)
 
-    from train.mqan import precision as precision_mod
-    from train.runs import model_file
+    from mqan import precision as precision_mod
+    from deca.runs import model_file
 
     precisions = [p for p in args.precisions.split(",") if p]
     for p in precisions:

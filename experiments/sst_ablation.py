@@ -46,7 +46,7 @@ def main() -> None:
     from deca.config import load_params, parse_overrides
     from train.data import read_share
     from train.distributed import Distributed
-    from train.mqan.decode import decode
+    from mqan.decode import decode
     from train.recipe import local_recipe
 
     work = Path(args.workdir)
@@ -107,7 +107,7 @@ def measure_flops(recipe) -> float:
 
     sys.path.insert(0, str(ROOT))
     from bench.model import step_flops
-    from train.mqan.batch import collate
+    from mqan.batch import collate
 
     rows, tokens = copy.deepcopy(recipe.data).next_batch("sst")
     with torch.random.fork_rng(devices=[recipe.device] if recipe.device.type == "cuda" else []):

@@ -84,7 +84,7 @@ def params_for(pretrained_run: Path, workdir: Path, processed: Path, vocab: Path
 def self_contained(run_dir: Path, workdir: Path) -> Path:
     """The run's best model as a checkpoint that carries its vocabulary (format 3), so that init_from keeps
     the trained embedding of every token the new vocabulary shares with it; older runs' files do not."""
-    from train.mqan.checkpoint import load_model, save_checkpoint
+    from mqan.checkpoint import load_model, save_checkpoint
 
     recorded = json.loads((run_dir / "deca_run.json").read_text())["params"]
     model, _, extra = load_model(run_dir / "best" / "model.pt", recorded["data"]["vocab_path"])

@@ -31,8 +31,8 @@ def answers_of(model_path: Path, processed: Path, task: str, threads: int) -> tu
     import torch
 
     from train.data import read_share
-    from train.mqan.checkpoint import load_model
-    from train.mqan.decode import decode
+    from mqan.checkpoint import load_model
+    from mqan.decode import decode
 
     torch.set_num_threads(threads)
     model, vocab, _ = load_model(model_path)
@@ -43,7 +43,7 @@ def answers_of(model_path: Path, processed: Path, task: str, threads: int) -> tu
 def second_words(answers: list) -> dict:
     """For answers of two or more tokens: the source that gave the second token (share of answers) and the
     mean probability of that token."""
-    from train.mqan.decode import SOURCES
+    from mqan.decode import SOURCES
 
     seconds = [a.shares[1] for a in answers if len(a.shares) > 1]
     if not seconds:
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write every figure to this file")
     args = ap.parse_args(argv)
-    from train.runs import model_file
+    from deca.runs import model_file
 
     missing = [t for t in TASKS if not (args.processed / t / "validation").is_dir()]
     if missing:

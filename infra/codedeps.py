@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("deca", "pipelines", "train", "eval", "infra")
+PACKAGES = ("deca", "pipelines", "mqan", "train", "infer", "eval", "infra", "bench", "experiments")
 
 
 def module_file(name: str, root: Path = ROOT) -> Path | None:

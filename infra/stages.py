@@ -41,7 +41,7 @@ STAGE_CODE = {
     "custom": (["pipelines.prepare_cli", "deca.custom_tasks"], ["pipelines.vocab"]),  # prepare_<custom task>
     "vocab": (["pipelines.prepare_cli"], ["pipelines.prepare"]),
     "train": (["train.train_cli"], []),
-    "evaluate": (["train.infer.evaluate_cli"], []),
+    "evaluate": (["infer.evaluate_cli"], []),
     "report": (["eval.compare_cli"], []),
     # `deca validate --dvc-yaml none --stamp ...`: neither the dvc.yaml check nor overlays
     "validate": (["infra.validate_cli"], ["infra.stages", "infra.overlay"]),

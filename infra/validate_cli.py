@@ -59,7 +59,7 @@ def find_vectors(source: str) -> None:
     converted folder is opened (a second); a text file is only found: converting it is training's job."""
     if Path(source).is_file():
         return
-    from train.mqan.vectors import open_source
+    from mqan.vectors import open_source
 
     open_source(source)
 

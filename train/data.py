@@ -1,7 +1,7 @@
 """Training data: each worker's share of the processed Parquet splits, cut into token-budget batches.
 
 Nothing is re-tokenized: the revtok token lists written by `deca prepare` are kept and handed to
-`train.mqan.batch.collate` as rows. A worker's share of a split is a memory-mapped Arrow table (`read_share`):
+`mqan.batch.collate` as rows. A worker's share of a split is a memory-mapped Arrow table (`read_share`):
 its own memory holds only a few numbers per example (lengths, costs), whatever the corpus size.
 
 Batches follow the paper's rule (Appendix D): every batch holds examples of one task only and
@@ -13,7 +13,7 @@ Length bucketing as in torchtext's BucketIterator: each epoch shuffles the examp
 pools of about ``pool_batches`` budgets' worth, sorts each pool by length, cuts the sorted pool into
 batches and shuffles those batches. With ``train.bucketing: exact`` a batch also ends wherever the context or
 question length changes in the sorted pool, so every row of a batch has the same context and question
-lengths: the encoder's LSTMs then run unpacked (train/mqan/packing.py), which on a GPU lets cuDNN use its
+lengths: the encoder's LSTMs then run unpacked (mqan/packing.py), which on a GPU lets cuDNN use its
 persistent kernels. The budget rule is unchanged (batches are only cut more often, so they are smaller). Every choice comes from a generator seeded with
 (seed, task, rank, epoch), so the batch order of an epoch is a pure function of those, and a stream's
 state is just (epoch, index of the next batch): `state_dict` / `load_state_dict` resume exactly.

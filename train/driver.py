@@ -30,7 +30,7 @@ from deca.schema import shard_rows, split_dir
 from eval.api import check_metrics
 from train.progress import ProgressBar, resumed_iteration
 from train.resume import auto_resume, params_for_resume
-from train.runs import RUN_FILE, latest_run, model_file, read_run_file
+from deca.runs import RUN_FILE, latest_run, model_file, read_run_file
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
         if not model_file(init).is_file():
             raise DataError(init, "train.init_from: no checkpoint there", fix="give a model.pt file or a run "
                                                                             "directory with best/model.pt")
-    from train.mqan.vectors import open_source
+    from mqan.vectors import open_source
 
     for source in (params.model.word_vectors, params.model.char_vectors):
         if source:
@@ -296,7 +296,7 @@ def training_failed(exc: BaseException, run_name: str, run_dir: Path, kept: bool
 def register_model(run_dir: Path, name: str | None, project: Path) -> bool:
     """Log the finished run's best model as the MLflow model runs:/<id>/model and, with `name`
     (train.register_model), register it as a new version of `name`, with `deca register`
-    (train/infer/registry.py; in a child process: training never imports inference). A failure is a warning,
+    (infer/registry.py; in a child process: training never imports inference). A failure is a warning,
     not a failed training: the run is there, logged or not."""
     import subprocess
     import sys

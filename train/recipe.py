@@ -11,7 +11,7 @@ DDP's gradient average equals the gradient of the token mean over the global bat
 Every `val_every` iterations (and at the end) all workers decode their slice of each task's validation
 split (train/validation.py); rank 0 logs the metrics and keeps the best model (by the sum of headline
 metrics over the trained tasks) in <run dir>/best/. Every `save_every` iterations (and at the end) the
-resumable state (train/mqan/checkpoint.py) is handed to `publish` (Ray Train's `report` in train/worker.py);
+resumable state (mqan/checkpoint.py) is handed to `publish` (Ray Train's `report` in train/worker.py);
 `load_state` continues exactly where it stopped. With `train.ema_decay` every worker also keeps a moving
 average of the weights; validation and the best model use it. With `train.max_minutes` the workers agree
 at each log step whether the time is up and stop together (final validation and checkpoint included).
@@ -34,20 +34,20 @@ import torch
 from deca.config import Params
 from deca.errors import ConfigError
 from deca.metric_logging import MemoryLogger, MetricLogger
-from train.mqan.batch import collate
-from train.mqan import precision
-from train.mqan.checkpoint import check_vectors, init_weights, save_checkpoint
+from mqan.batch import collate
+from mqan import precision
+from mqan.checkpoint import check_vectors, init_weights, save_checkpoint
 from train.data import MultiTaskData
 from train.distributed import Distributed, rng_state, set_rng_state, unwrap
-from train.mqan.model import build_model, vector_sources
+from mqan.model import build_model, vector_sources
 from train.optim import WeightAverage, build_optimizer, build_scheduler, clip_gradients
 from train.progress import Progress
-from train.runs import best_model_path, model_file
+from deca.runs import best_model_path, model_file
 from train.schedule import from_config
 from train.state import load_training_state, save_training_state
 from train.tracking import PhaseLog
 from train.validation import Validator, selection_score, validation_metrics
-from train.mqan.vocab import Vocab
+from mqan.vocab import Vocab
 
 log = logging.getLogger(__name__)
 

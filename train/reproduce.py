@@ -81,7 +81,7 @@ def compare_weights(recorded: Path, new: Path) -> dict[str, float]:
     tensor only one side has, or of another shape)."""
     import torch
 
-    from train.mqan.checkpoint import read_checkpoint
+    from mqan.checkpoint import read_checkpoint
 
     a, b = read_checkpoint(recorded)["state_dict"], read_checkpoint(new)["state_dict"]
     out: dict[str, float] = {}

@@ -34,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from train.reproduce import compare_weights, differences, recorded_lineage, retrain
-    from train.runs import RUN_FILE, best_model_path, read_run_file, run_folder
+    from deca.runs import RUN_FILE, best_model_path, read_run_file, run_folder
 
     params = params_from_args(args)
     folder = run_folder(args.run, params.train.storage_dir)

@@ -1,6 +1,6 @@
 """Training runs on disk, and continuing a stopped run with the settings it was started with.
 
-`deca train` records the resolved params of a run in its record (train/runs.py). `--resume` continues
+`deca train` records the resolved params of a run in its record (deca/runs.py). `--resume` continues
 with those, not with whatever params.yaml says now: a run started with ``--set train.iterations=60``
 continues to 60. A setting is changed on resume only when asked for explicitly with ``--set``; what
 params.yaml changed in the meantime is listed and ignored.
@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from deca.checks import check_values, leaves
 from deca.config import Params, from_dict, set_dotted
-from train.runs import RUN_FILE, read_run_file
+from deca.runs import RUN_FILE, read_run_file
 
 log = logging.getLogger(__name__)
 

@@ -193,7 +193,7 @@ def record_lineage(uri: str, run_id: str, params, tasks: list[str], project: str
     """Collect the lineage of a new run with resolved `params` (deca.lineage.collect; the fingerprints of its
     pre-trained vector sources opened here) and log it (`log_lineage`); returns the record."""
     from deca.lineage import collect
-    from train.mqan.vectors import open_source
+    from mqan.vectors import open_source
 
     sources = {"word_vectors": params.model.word_vectors, "char_vectors": params.model.char_vectors}
     vectors = {key: open_source(spec).fingerprint for key, spec in sources.items() if spec}

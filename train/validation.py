@@ -9,7 +9,7 @@ import torch
 from deca.config import Params
 from train.data import read_share
 from train.distributed import Distributed, unwrap
-from train.mqan.decode import iter_answers
+from mqan.decode import iter_answers
 
 
 class Validator:
@@ -18,13 +18,13 @@ class Validator:
     def __init__(self, processed_dir: str, tasks: list[str], vocab, params: Params, dist: Distributed,
                  precision: str = "fp32"):
         self.vocab, self.params, self.dist = vocab, params, dist
-        self.precision = precision  # as the recipe resolved train.precision (train/mqan/precision.py)
+        self.precision = precision  # as the recipe resolved train.precision (mqan/precision.py)
         limit = params.train.max_val_examples
         self.rows = {t: read_share(processed_dir, t, "validation", limit=limit).to_pylist() for t in tasks}
 
     @torch.no_grad()
     def decode(self, model: torch.nn.Module, device: torch.device) -> dict[str, dict[str, str]]:
-        """{task: {id: prediction}} for this worker's batches (every `world`-th, from `rank`; train.mqan.decode)."""
+        """{task: {id: prediction}} for this worker's batches (every `world`-th, from `rank`; mqan.decode)."""
         core = unwrap(model)
         was_training = core.training
         core.eval()

@@ -16,11 +16,11 @@ import torch
 from deca.config import Params, from_dict
 from deca.custom_tasks import declare
 from deca.metric_logging import MLflowLogger
-from train.mqan.allocator import keep_large_blocks
+from mqan.allocator import keep_large_blocks
 from train.distributed import Distributed
 from train.progress import Progress
 from train.recipe import TrainingRecipe
-from train.runs import best_model_path
+from deca.runs import best_model_path
 
 
 def report_to_ray(metrics: dict[str, Any], directory: Path, iteration: int) -> None:

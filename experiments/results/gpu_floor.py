@@ -161,7 +161,7 @@ def render(records: Path = RECORDS) -> str:
         "",
         f"- bf16 autocast made the unpacked cuDNN RNN slow: a SQuAD step took {bf16:.1f} ms in bf16 against "
         f"{s2:.1f} ms in fp32 with about the same GPU work, a host-side cost. bf16 on a GPU therefore keeps the "
-        "packed path (train/mqan/packing.py, `run_unpacked`); that configuration was not measured again.",
+        "packed path (mqan/packing.py, `run_unpacked`); that configuration was not measured again.",
         "- Synchronisations: about 0.4 per training step (the optimizer's first-step state, averaged), and 10-13 "
         "per greedy decoding (the check for the end every 8 steps, the candidates' `unique` once per batch, the "
         "final copy of the ids). tests.txt of run2: the GPU tests (no synchronisation in a step under "

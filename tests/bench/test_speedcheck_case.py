@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from bench import speedcheck_case as case
-from train.mqan.batch import collate
-from train.mqan.vocab import Vocab
+from mqan.batch import collate
+from mqan.vocab import Vocab
 
 WORDS = ["the", "film", "is", "good", "bad", "what", "?", "positive", "negative", "a", "plot", "."]
 ROWS = [{"context_tokens": ["the ", "film ", "is ", "good"], "question_tokens": ["what ", "?"],

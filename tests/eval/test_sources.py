@@ -9,7 +9,7 @@ import pytest
 from eval.api import metric_values
 from eval.report import markdown, write_plots
 from eval.score import metrics_document
-from eval.sources import csv_text, markdown_table, metric_items, stacked_chart, summarize, wrap
+from eval.sources import csv_text, markdown_table, metric_items, source_values, stacked_chart, summarize, wrap
 
 # Four answer tokens in two answers (and an empty answer): largest = vocabulary, vocabulary, context, question.
 WEIGHTS = [[[0.9, 0.05, 0.05], [0.8, 0.1, 0.1]], [[0.05, 0.9, 0.05], [0.1, 0.1, 0.8]], []]
@@ -66,7 +66,7 @@ def scored_two_tasks():
 
 def test_metric_names_and_metrics_json_leave_the_decascore_alone():
     scored = scored_two_tasks()
-    values = metric_values("validation", scored["results"])
+    values = {**metric_values("validation", scored["results"]), **source_values("validation", scored["results"])}
     assert values["validation/schema/source/vocabulary_share"] == pytest.approx(50.0)
     assert values["validation/schema/source/context_mean_weight"] == pytest.approx(0.2875)
     assert values["validation/sst/source/question_share"] == pytest.approx(100.0)

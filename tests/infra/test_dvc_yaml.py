@@ -80,6 +80,14 @@ def test_code_dependencies_are_exactly_what_the_commands_import(index):
         assert declared == want, f"{name}: declared {sorted(declared ^ want)} differ from the imports"
 
 
+@pytest.mark.parametrize("stage, module", [("evaluate", "infer/serve/examples.py"), ("train", "eval/sources.py"),
+                                           ("evaluate", "train/driver.py"), ("train", "infer/predict.py")])
+def test_a_stage_does_not_depend_on_code_it_does_not_run(index, stage, module):
+    """Editing the demo page's examples does not rerun evaluation, nor Figure 3's summaries training."""
+    declared = {d.def_path for d in index[stage].deps}
+    assert declared and module not in declared
+
+
 def upstream(index, name: str) -> set[str]:
     """The stages `name` depends on, directly or not (a dependency inside, or holding, another stage's output)."""
     producer = {Path(o.def_path): s for s, stage in index.items() for o in stage.outs}

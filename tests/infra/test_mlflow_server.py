@@ -45,7 +45,7 @@ def test_train_evaluate_compare_and_artifacts_through_the_server(mlflow_server, 
     import mlflow.artifacts
     from mlflow import MlflowClient
 
-    from train.mqan.checkpoint import load_model
+    from mqan.checkpoint import load_model
 
     params = write_params(tmp_path / "params.yaml", infra_data, tmp_path / "checkpoints", "served",
                           iterations=ITERATIONS, val_every=3, save_every=3, cpus_per_worker=1.0,
@@ -115,7 +115,7 @@ def registry_through_the_server(url: str, run_dir: Path, run_id: str, params: Pa
                                   "--params", str(params), cwd=tmp_path, env=env)).stdout)
     assert by_alias == by_run
     assert list((tmp_path / "model-cache").glob(f"{REGISTERED}-1-*/artifacts/model.pt"))
-    from train.infer.registry import tracking
+    from infer.model_uri import tracking
 
     with tracking(url):  # the fluent API (and so the registry) at the server, for this call only
         model = mlflow.pyfunc.load_model(f"models:/{REGISTERED}@champion", model_config={"device": "cpu"})

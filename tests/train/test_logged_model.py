@@ -16,7 +16,7 @@ import pytest
 from deca.cli import main
 from deca.config import ModelConfig, Params, TrainConfig
 from tests.deca.test_lineage import project as git_project
-from tests.train.infer.test_mlflow_model import REQUESTS, deca_predict
+from tests.infer.test_mlflow_model import REQUESTS, deca_predict
 
 pytestmark = pytest.mark.slow
 

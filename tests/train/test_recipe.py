@@ -8,7 +8,7 @@ import torch
 
 from deca.config import ModelConfig, Params, TrainConfig
 from deca.errors import ConfigError, DataError
-from train.mqan.checkpoint import save_checkpoint
+from mqan.checkpoint import save_checkpoint
 from train.recipe import local_recipe
 
 

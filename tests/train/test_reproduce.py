@@ -43,7 +43,7 @@ def test_a_changed_dvc_lock_is_listed_and_stops_the_reproduction(in_project, cap
 def test_weights_that_differ_are_reported_per_tensor(in_project, tmp_path):  # noqa: F811
     import torch
 
-    from train.mqan.checkpoint import read_checkpoint
+    from mqan.checkpoint import read_checkpoint
     from train.reproduce import compare_weights
 
     _, _, outcome = in_project

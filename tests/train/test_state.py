@@ -1,5 +1,5 @@
 """The resumable training state (train/state.py) pickles no project class, so a state written before code
-moves (train/ -> train/mqan, ...) keeps loading."""
+moves (train/ -> mqan, ...) keeps loading."""
 from __future__ import annotations
 
 import pickletools

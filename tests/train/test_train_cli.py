@@ -11,7 +11,7 @@ from deca.cli import build_parser
 from deca.config import Params, load_params
 from deca.errors import ConfigError, DataError
 from deca.config import parse_overrides
-from train.runs import RUN_FILE, latest_run
+from deca.runs import RUN_FILE, latest_run
 from train.driver import check_inputs, fit, resolve_paths
 
 

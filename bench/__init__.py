@@ -1,0 +1,1 @@
+"""Benchmarks: speed, memory, scale and fault cases, side by side in one run (bench/README.md)."""

@@ -1,0 +1,167 @@
+"""The HTTP app of `deca serve` (FastAPI), the same for uvicorn alone and for Ray Serve.
+
+Routes:
+  POST /predict   one request {"context", "question"[, "id"]} or a JSON array of them -> what `deca predict`
+                  writes for each ({"id", "answer", "tokens": [{"token", "source", "weights", "probability"}]}),
+                  one object for one request, an array for an array; the header X-Elapsed-Ms says how long the
+                  call took on the server (waiting for its batch included)
+  GET  /health    {"status": "ok", the checkpoint, device, batching counts, limits}
+  GET  /tasks     {"tasks": [{"task", "description", "group", "context", "question", "expected"}]}
+  GET  /          the demo page (static/index.html, with static/app.js and static/style.css)
+
+The app answers through a backend: `LocalBackend` (a Predictor and an asyncio Batcher, in one process)
+here, or the Ray Serve deployment of infer/serve/ray_app.py. Refused calls get a 4xx status and
+{"error": "<one line>", "errors": [{"field", "message"}]} (infer/serve/schema.py).
+"""
+from __future__ import annotations
+
+import asyncio
+
+import socket
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Protocol
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+
+from infer.serve.engine import BATCH_TOKENS, Batcher, Predictor
+from infer.serve.examples import task_examples
+from infer.serve.schema import Limits, RequestError, parse_body, request_adapters
+
+STATIC = Path(__file__).resolve().parent / "static"
+GRACE_S = 30.0  # seconds the calls in flight get to finish after SIGTERM
+
+
+class Backend(Protocol):
+    """What the app needs from the model side."""
+
+    async def answer(self, requests: list[dict]) -> list[dict]:
+        """`deca predict`'s JSON object for each request ({"id", "context", "question"}), in order."""
+
+    def health(self) -> dict:
+        """What `GET /health` adds about the model and the batching."""
+
+
+class LocalBackend:
+    """One Predictor in this process, behind a Batcher that coalesces concurrent calls."""
+
+    def __init__(self, predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 5.0,
+                 batch_tokens: int = BATCH_TOKENS):
+        self.predictor = predictor
+        self.batcher = Batcher(predictor.answer, max_batch, max_wait_ms, batch_tokens)
+
+    async def answer(self, requests: list[dict]) -> list[dict]:
+        rows = await asyncio.to_thread(self.predictor.prepare, requests)  # tokenizing off the event loop
+        return await self.batcher.submit(rows)
+
+    def health(self) -> dict:
+        stats = self.batcher.stats
+        return {**self.predictor.describe(), "serving": "uvicorn",
+                "batching": {"max_batch": self.batcher.max_batch, "max_wait_ms": self.batcher.max_wait * 1000,
+                             "batch_tokens": self.batcher.batch_tokens,
+                             "batches": stats.batches, "rows": stats.rows, "largest_batch": stats.largest}}
+
+    async def close(self) -> None:
+        await self.batcher.stop()
+
+
+def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
+    """The FastAPI app answering through `backend` (see the module docstring for the routes)."""
+    adapters = request_adapters(limits)
+    examples = task_examples()
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        yield
+        close = getattr(backend, "close", None)
+        if close is not None:
+            await close()
+
+    app = FastAPI(title="decaNLP MQAN", description="Ask a trained MQAN model; every answer token says which "
+                  "source gave it (vocabulary, context or question).", lifespan=lifespan)
+
+    @app.exception_handler(RequestError)
+    async def refused(_request: Request, exc: RequestError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail), "errors": []}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok", **backend.health(), "limits": limits.describe()}
+
+    @app.get("/tasks")
+    async def tasks() -> dict:
+        return {"tasks": examples}
+
+    @app.post("/predict")
+    async def predict(request: Request) -> JSONResponse:
+        start = time.perf_counter()
+        raw = await read_body(request, limits.max_body_bytes)
+        items, single = parse_body(raw, adapters, limits)
+        answers = await backend.answer(items)
+        elapsed = (time.perf_counter() - start) * 1000
+        return JSONResponse(answers[0] if single else answers, headers={"X-Elapsed-Ms": f"{elapsed:.1f}"})
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused (413) as soon as it passes `limit` bytes, whatever Content-Length says."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestError(413, f"the body has {int(declared):,} bytes; at most {limit:,} are accepted "
+                                "(fewer or shorter requests per call)")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(413, f"the body has more than {limit:,} bytes, the most accepted "
+                                    "(fewer or shorter requests per call)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening-ready socket on host:port (port 0: any free port), so the URL is known before serving."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror} (another server there? "
+                                 "pick another --port, or 0 for any free one)") from None
+    return sock
+
+
+def serve_local(app: FastAPI, sock: socket.socket, log_level: str = "info", grace_s: float = GRACE_S) -> None:
+    """Serve `app` with uvicorn on the bound socket until Ctrl-C / SIGTERM. On SIGTERM the calls in flight are
+    answered (for up to `grace_s` seconds) before the process ends, with exit status 0: uvicorn re-raises the
+    signal it caught once it has shut down, which here reaches a handler that does nothing instead of the
+    default one that kills the process (status 143)."""
+    import signal
+
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level=log_level, access_log=log_level == "debug",
+                            timeout_graceful_shutdown=grace_s)
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        signal.signal(signal.SIGTERM, previous)

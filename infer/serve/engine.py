@@ -1,0 +1,217 @@
+"""The model behind `deca serve`: loaded once, answering rows as `deca predict` does, and a batching queue.
+
+`Predictor` holds one model (mqan.checkpoint.load_model); `prepare` turns requests into rows as
+`deca predict` does (infer.predict.request_row) and `answer` decodes them with mqan.decode,
+``explain=True``: the same JSON objects `deca predict` writes.
+
+`Batcher` turns the rows of concurrent HTTP calls into model batches bounded by work, not only by count:
+a batch holds at most `max_batch` rows and at most `batch_tokens` context + question tokens (a row longer
+than that runs alone). Rows are taken from the waiting calls in turn, one row per call per turn, so a
+call of 64 long contexts is decoded in budget-sized pieces and a one-sentence call that arrives meanwhile
+joins the next piece instead of waiting behind the whole call. The first waiting row opens a batch, which
+closes when it is full or `max_wait_ms` has passed; the model runs in one worker thread, so the event
+loop keeps accepting requests meanwhile.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from deca.errors import ConfigError
+from infer.limits import row_cost
+
+BATCH_TOKENS = 4_000  # default work of one model batch: context + question tokens
+
+
+@dataclass
+class Predictor:
+    """A model loaded once, with what `GET /health` says about it."""
+
+    model: object
+    vocab: object
+    device: object
+    checkpoint: str
+    iteration: int | None = None
+    max_answer_length: int | None = None
+    lowercase: bool = True  # the model's text preparation (infer.predict.lowercase_of)
+    precision: str = "fp32"  # as mqan/precision.py resolved it for the device
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def load(cls, checkpoint: str | Path, vocab_path: str | Path | None = None, device: str = "auto",
+             max_answer_length: int | None = None, precision: str = "fp32") -> "Predictor":
+        """Load `checkpoint` (a format-2 file needs `vocab_path`) on `device` (auto: CUDA if present), to decode
+        in `precision` (fp32, bf16, int8)."""
+        from infer.predict import check_answer_length, lowercase_of, pick_device
+        from mqan.checkpoint import load_model
+        from mqan.precision import DECODING, resolve
+
+        dev = pick_device(device)
+        check_answer_length(max_answer_length)
+        chosen = resolve(precision, dev, "--precision", DECODING)
+        model, vocab, extra = load_model(checkpoint, vocab_path, dev)
+        return cls(model, vocab, dev, str(checkpoint), extra.get("iteration"), max_answer_length, lowercase_of(extra),
+                   chosen)
+
+    def prepare(self, requests: Sequence[dict]) -> list[dict]:
+        """Requests ({"id", "context", "question"}) as rows, their text prepared as the model's training data
+        was (infer.predict.request_row)."""
+        from infer.predict import request_row
+
+        return [request_row(r["context"], r["question"], r["id"], self.lowercase) for r in requests]
+
+    def answer(self, rows: Sequence[dict]) -> list[dict]:
+        """`deca predict`'s JSON object for each prepared row, in order (one model batch; thread-safe)."""
+        from mqan.decode import decode
+
+        if not rows:
+            return []
+        with self.lock:
+            answers = decode(self.model, self.vocab, rows, len(rows), self.max_answer_length, self.device,
+                             explain=True, precision=self.precision)
+        return [a.to_json(r["id"]) for r, a in zip(rows, answers)]
+
+    def describe(self) -> dict:
+        """The model part of `GET /health`."""
+        return {"checkpoint": self.checkpoint, "iteration": self.iteration, "device": str(self.device),
+                "vocabulary": len(self.vocab), "precision": self.precision}
+
+
+@dataclass
+class BatchStats:
+    """What the batcher has done so far (shown by `GET /health`)."""
+
+    batches: int = 0
+    rows: int = 0
+    largest: int = 0
+
+    def add(self, size: int) -> None:
+        self.batches += 1
+        self.rows += size
+        self.largest = max(self.largest, size)
+
+
+class Batcher:
+    """Coalesces the rows of concurrent calls into batches of at most `max_batch` rows and `batch_tokens`
+    tokens, taking the waiting calls' rows in turn (see the module docstring)."""
+
+    def __init__(self, answer: Callable[[list[dict]], list[dict]], max_batch: int, max_wait_ms: float,
+                 batch_tokens: int = BATCH_TOKENS):
+        for name, value, least in (("--max-batch", max_batch, 1), ("--max-wait-ms", max_wait_ms, 0),
+                                   ("--batch-tokens", batch_tokens, 1)):
+            if value < least:
+                raise ConfigError(f"{name} must be at least {least}, got {value}")
+        self.answer, self.max_batch, self.max_wait = answer, max_batch, max_wait_ms / 1000.0
+        self.batch_tokens = batch_tokens
+        self.stats = BatchStats()
+        self._calls: dict[int, list[tuple[dict, asyncio.Future]]] = {}  # call -> its waiting rows, in order
+        self._opener = -1  # the call whose row opened the last batch: the next batch starts after it
+        self._opened: float | None = None  # when the oldest waiting row arrived
+        self._ids = itertools.count()
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deca-model")
+
+    async def submit(self, rows: Sequence[dict]) -> list[dict]:
+        """The answers of `rows` (one call), in order, once the batches holding them have run."""
+        if self._task is None:
+            self.start()
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in rows]
+        if not self._calls:
+            self._opened = time.monotonic()
+        self._calls[next(self._ids)] = list(zip(rows, futures))
+        self._wake.set()
+        return list(await asyncio.gather(*futures))
+
+    def start(self) -> None:
+        """Start the batching loop on the running event loop (`submit` starts it when needed)."""
+        self._calls, self._wake = {}, asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name="deca-batcher")
+
+    async def stop(self) -> None:
+        """Stop the loop and the model thread (calls still waiting get a CancelledError)."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+            for _, future in itertools.chain.from_iterable(self._calls.values()):
+                future.cancel()
+        self._pool.shutdown(wait=True)
+
+    def _waiting(self) -> tuple[int, int]:
+        """(rows, tokens) waiting."""
+        rows = list(itertools.chain.from_iterable(self._calls.values()))
+        return len(rows), sum(row_cost(row) for row, _ in rows)
+
+    def _full(self) -> bool:
+        rows, tokens = self._waiting()
+        return rows >= self.max_batch or tokens >= self.batch_tokens
+
+    def _take(self) -> list[tuple[dict, asyncio.Future]]:
+        """One batch: a row from each waiting call in turn until `max_batch` rows or `batch_tokens` tokens (a
+        call whose next row does not fit any more sits out the rest of this batch). Batches are opened by the
+        waiting calls in turn, round robin in order of arrival: when one call's rows are each over the budget
+        (each runs alone), a later call's row opens the next batch instead of waiting for all of them."""
+        batch, tokens, out = [], 0, set()
+        later = [c for c in self._calls if c > self._opener]  # calls are numbered in order of arrival
+        turn = later + [c for c in self._calls if c <= self._opener]
+        self._opener = turn[0] if turn else self._opener
+        while len(batch) < self.max_batch and set(self._calls) - out:
+            for call in [c for c in turn if c in self._calls and c not in out]:
+                row, future = self._calls[call][0]
+                if batch and tokens + row_cost(row) > self.batch_tokens:
+                    out.add(call)
+                    continue
+                self._calls[call].pop(0)
+                if not self._calls[call]:
+                    del self._calls[call]
+                if not future.done():  # a caller may have gone
+                    batch.append((row, future))
+                    tokens += row_cost(row)
+                if len(batch) >= self.max_batch:
+                    break
+        return batch
+
+    async def _next_batch(self) -> list[tuple[dict, asyncio.Future]]:
+        """Wait for a first row, then for more until a batch is full or the oldest row waited max_wait."""
+        while not self._calls:
+            self._wake.clear()
+            await self._wake.wait()
+        deadline = (self._opened or time.monotonic()) + self.max_wait
+        while not self._full() and (left := deadline - time.monotonic()) > 0:
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), left)
+            except asyncio.TimeoutError:
+                break
+        batch = self._take()
+        self._opened = time.monotonic() if self._calls else None
+        return batch
+
+    async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            items = await self._next_batch()
+            if not items:
+                continue
+            self.stats.add(len(items))
+            try:
+                answers = await loop.run_in_executor(self._pool, self.answer, [row for row, _ in items])
+            except Exception as exc:  # noqa: BLE001 - every caller of this batch gets the error
+                for _, future in items:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), answer in zip(items, answers):
+                if not future.done():
+                    future.set_result(answer)

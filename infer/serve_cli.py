@@ -1,0 +1,155 @@
+"""`deca serve`: a trained model as an HTTP service (JSON API and a demo page).
+
+Examples:
+  deca serve                                   # the latest run's best model, on http://127.0.0.1:8000
+  deca serve --checkpoint model.pt --port 0    # any free port; the URL is printed
+  deca serve --run checkpoints/<run> --ray --replicas 2     # the same app on Ray Serve, two replicas
+  deca serve --model models:/decanlp@champion  # a registered model (`deca register`)
+  curl -s localhost:8000/predict -d '{"context": "a fine film .", "question": "Is this review negative or positive?"}'
+
+Routes: POST /predict takes one {"context", "question"[, "id"]} or a JSON array of them and answers what
+`deca predict` writes for each (the answer, and per token its source, the three source weights and its
+probability); GET /health; GET /tasks (an example input for each registered task); GET / is the demo
+page, where the answer's tokens are coloured by source as in the paper's Figure 1. The model is loaded
+once; concurrent calls are coalesced into model batches of at most --max-batch rows and --batch-tokens
+context + question tokens, waiting at most --max-wait-ms for a batch to fill; the rows of waiting calls
+are taken in turn, so a large call is decoded in pieces and small calls keep being answered meanwhile.
+Calls over the limits (--max-requests per call, --max-chars per context: the same limit as `deca
+predict`) are refused with a 4xx status and a message naming the field. It listens on 127.0.0.1 only,
+unless --host says otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from deca.config import add_params_arguments, params_from_args
+from deca.runs import add_model_arguments
+from deca.errors import ConfigError
+from infer.limits import MAX_CONTEXT_CHARS, InputLimits
+from infer.serve.engine import BATCH_TOKENS
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_model_arguments(parser)
+    parser.add_argument("--vocab", metavar="FILE", help="the vocabulary of a format-2 checkpoint (default: "
+                        "data.vocab_path; newer checkpoints carry theirs)")
+    net = parser.add_argument_group("where to listen")
+    net.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    net.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port, without --ray)")
+    model = parser.add_argument_group("model and batching")
+    model.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    model.add_argument("--precision", default="fp32", metavar="P",
+                       help="fp32 (default), bf16 (autocast; fp32 on a CPU without bf16 units) or int8 (the output "
+                            "projection quantized, CPU); answers may differ from fp32's")
+    model.add_argument("--max-batch", type=int, default=32, metavar="N",
+                       help="most rows in one model batch (default 32)")
+    model.add_argument("--max-wait-ms", type=float, default=5.0, metavar="MS",
+                       help="how long a batch waits for more rows before it runs (default 5)")
+    model.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, metavar="N",
+                       help=f"most context + question tokens in one model batch (default {BATCH_TOKENS}; "
+                            "a longer request runs alone)")
+    model.add_argument("--max-answer-length", type=int, metavar="N", help="decoding steps (default: the model's)")
+    limits = parser.add_argument_group("request limits")
+    limits.add_argument("--max-requests", type=int, default=64, metavar="N",
+                        help="most requests in one POST /predict (default 64)")
+    limits.add_argument("--max-chars", type=int, default=MAX_CONTEXT_CHARS, metavar="N",
+                        help=f"most characters of a context (default {MAX_CONTEXT_CHARS}; a question: a tenth of it)")
+    ray = parser.add_argument_group("Ray Serve")
+    ray.add_argument("--ray", action="store_true", help="deploy on Ray Serve (a local Ray instance, or RAY_ADDRESS)")
+    ray.add_argument("--replicas", type=int, metavar="N", help="model replicas with --ray (default 2)")
+    add_params_arguments(parser)
+
+
+def check(args: argparse.Namespace):
+    """The request limits of `args`, after refusing inconsistent options (ConfigError)."""
+    from infer.predict import check_answer_length, pick_device
+    from infer.serve.schema import Limits
+
+    for name in ("max_batch", "max_requests", "max_chars", "batch_tokens"):
+        if getattr(args, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.replicas is not None and not args.ray:
+        raise ConfigError("--replicas goes with --ray (without it, one process serves)")
+    if args.ray and (args.replicas or 2) < 1:
+        raise ConfigError(f"--replicas must be at least 1, got {args.replicas}")
+    if args.ray and args.port == 0:
+        raise ConfigError("--port 0 is not supported with --ray; give a free port, e.g. --port 8000")
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port must be 0..65535, got {args.port}")
+    check_answer_length(args.max_answer_length)
+    from mqan.precision import DECODING, check as check_precision
+
+    pick_device(args.device)
+    check_precision(args.precision, "--precision", DECODING)
+    text = InputLimits.from_chars(args.max_chars)
+    return Limits(max_requests=args.max_requests, max_context_chars=text.max_context_chars,
+                  max_question_chars=text.max_question_chars)
+
+
+def run(args: argparse.Namespace) -> int:
+    from deca.runs import resolve_checkpoint
+
+    limits = check(args)
+    params = params_from_args(args)
+    if args.model:
+        from infer.model_uri import model_checkpoint
+
+        path = model_checkpoint(args.model)
+    else:
+        path, _ = resolve_checkpoint(args.run, args.checkpoint, params.train.storage_dir)
+    vocab = args.vocab or params.data.vocab_path
+    if args.host not in LOOPBACK:
+        print(f"warning: listening on {args.host}: anyone who can reach this machine can use the model",
+              file=sys.stderr)
+    if args.ray:
+        return run_ray(args, str(path), vocab, limits)
+    return run_local(args, str(path), vocab, limits)
+
+
+def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
+    """Load the model, bind the port, serve with uvicorn until interrupted."""
+    from mqan.allocator import keep_large_blocks
+    from infer.serve.app import LocalBackend, bind, create_app, serve_local
+    from infer.serve.engine import Predictor
+
+    keep_large_blocks()
+    predictor = Predictor.load(path, vocab, args.device, args.max_answer_length, args.precision)
+    app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens), limits)
+    sock = bind(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    print(announce(host, port, path, predictor.device), file=sys.stderr, flush=True)
+    serve_local(app, sock, "debug" if args.verbose else "warning")
+    return 0
+
+
+def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
+    """Deploy on Ray Serve and wait until interrupted; Serve and Ray are shut down on the way out."""
+    import time
+
+    from infer.serve.ray_app import ServeConfig, start_ray, stop_ray
+
+    config = ServeConfig(path, vocab, args.device, args.max_batch, args.max_wait_ms, args.max_answer_length, limits,
+                         args.batch_tokens, args.precision)
+    try:
+        start_ray(config, args.replicas or 2, args.host, args.port)
+        signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, which installs its own handler
+        print(announce(args.host, args.port, path, f"Ray Serve, {args.replicas or 2} replica(s)"),
+              file=sys.stderr, flush=True)
+        while True:
+            time.sleep(3600)
+    finally:
+        stop_ray()
+
+
+def _interrupt(signum, _frame) -> None:
+    raise KeyboardInterrupt  # so that `finally` shuts Ray down (deca's main reports "interrupted", 130)
+
+
+def announce(host: str, port: int, path: str, where) -> str:
+    """The line saying where the service is (tests and scripts read the URL from it)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"deca serve: http://{shown}:{port} ({path} on {where}; POST /predict, GET /health, GET /tasks, demo page at /)"

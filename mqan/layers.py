@@ -1,0 +1,321 @@
+"""Building blocks of MQAN (paper Appendix E): BiLSTMs, dual coattention, multi-head attention,
+self-attentive encoder and decoder layers (with incremental state), positional encodings, and the
+encoder arm that stacks them (compression BiLSTM, self-attention, final BiLSTM).
+
+Shapes: B batch, L / M context / question length, T answer length, d model dimension,
+H heads, k head size. Masks are bool, True at real tokens (torch's SDPA convention: True = attend).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
+
+from deca.config import ModelConfig
+from mqan.batch import Sequences
+from mqan import packing as packing_module
+from mqan.packing import Packing
+
+
+class BiLSTM(nn.Module):
+    """Bidirectional LSTM over padded sequences (packed, so padding never reaches real positions).
+
+    Dropout on the input (paper App. D: "dropout on inputs to LSTMs"). Output [B, L, d_out] (zeros
+    at padding) and the final (h, c), each [layers, B, d_out] (forward and backward concatenated).
+    A batch whose rows all have length L runs unpacked (mqan/packing.py): the same result.
+    """
+
+    def __init__(self, d_in: int, d_out: int, layers: int = 1, dropout: float = 0.0):
+        super().__init__()
+        if d_out % 2:
+            raise ValueError(f"BiLSTM output size must be even, got {d_out}")
+        self.drop = nn.Dropout(dropout)
+        self.rnn = nn.LSTM(d_in, d_out // 2, num_layers=layers, bidirectional=True, batch_first=True,
+                           dropout=dropout if layers > 1 else 0.0)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | Packing, final_state: bool = True):
+        """x [B, L, d_in]; `lengths` [B] (CPU) or their `Packing` (computed once per batch field). Without
+        `final_state` (the caller discards it) the state returned is None, and on a GPU rows of different
+        lengths run unpacked, one direction at a time (mqan/packing.py): the same outputs."""
+        B, L, _ = x.shape
+        packing = lengths if isinstance(lengths, Packing) else Packing.of(lengths, L, x.device)
+        if packing.equal and packing_module.run_unpacked(x):
+            out, (h, c) = self.rnn(self.drop(x))  # [B, L, d_out]
+        elif not final_state and self.rnn.num_layers == 1 and packing_module.unpacked_directions(x):
+            return self._directions(self.drop(x), packing), None
+        else:
+            rnn = self.rnn  # the zero initial state given, not read from batch_sizes[0] (.item())
+            h0 = x.new_zeros(rnn.num_layers * 2, B, rnn.hidden_size)
+            packed, (h, c) = rnn(packing.pack(self.drop(x)), (h0, h0))
+            out = packing.unpack(packed)  # [B, L, d_out]
+
+        def merge(s):  # [layers*2, B, d/2] -> [layers, B, d]
+            return s.view(-1, 2, B, s.shape[-1]).transpose(1, 2).reshape(-1, B, 2 * s.shape[-1])
+
+        return out, (merge(h), merge(c))
+
+    def _directions(self, x: torch.Tensor, packing: Packing) -> torch.Tensor:
+        """[B, L, d_out] outputs of right-padded rows of different lengths, each direction run unpacked; zeros at
+        padding. The backward direction reads each row's real positions reversed, so padding comes last."""
+        rnn, outs = self.rnn, []
+        for suffix, inp in (("", x), ("_reverse", packing.reverse_rows(x))):
+            weights = [getattr(rnn, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            h0 = x.new_zeros(1, packing.batch, rnn.hidden_size)
+            out = torch._VF.lstm(inp, (h0, h0), weights, True, 1, 0.0, self.training, False, True)[0]
+            outs.append(out if suffix == "" else packing.reverse_rows(out))
+        return torch.cat(outs, -1).masked_fill(~packing.real[..., None], 0.0)
+
+
+def masked_fill_value(dtype: torch.dtype) -> float:
+    """Score for masked positions: the most negative finite value (exp -> 0, never NaN like -inf rows)."""
+    return torch.finfo(dtype).min
+
+
+class Coattention(nn.Module):
+    """Dual coattention with dummy (sentinel) embeddings, Eqs. 17-19 (no parameters but the sentinels).
+
+    Returns, for the context (per context position) Q_sum and C_coa [B, L, d], and for the question
+    C_sum and Q_coa [B, M, d]; the sentinel rows are dropped.
+    """
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.sentinels = nn.Parameter(torch.randn(2, d) * d ** -0.5)  # context, question
+
+    def forward(self, c: torch.Tensor, q: torch.Tensor, c_mask: torch.Tensor, q_mask: torch.Tensor):
+        B = c.shape[0]
+        C = torch.cat([self.sentinels[0].expand(B, 1, -1), c], 1)  # [B, L+1, d]
+        Q = torch.cat([self.sentinels[1].expand(B, 1, -1), q], 1)  # [B, M+1, d]
+        ones = c_mask.new_ones(B, 1)
+        cm, qm = torch.cat([ones, c_mask], 1), torch.cat([ones, q_mask], 1)
+        A = C @ Q.transpose(1, 2)  # [B, L+1, M+1] dot-product affinities
+        neg = masked_fill_value(A.dtype)
+        S_cq = A.masked_fill(~cm[:, :, None], neg).softmax(dim=1)  # each column: distribution over context
+        S_qcT = A.masked_fill(~qm[:, None, :], neg).softmax(dim=2)  # each row: distribution over question
+        C_sum = S_cq.transpose(1, 2) @ C  # [B, M+1, d]  Eq. 18
+        Q_sum = S_qcT @ Q  # [B, L+1, d]
+        C_coa = S_qcT @ C_sum  # [B, L+1, d]  Eq. 19
+        Q_coa = S_cq.transpose(1, 2) @ Q_sum  # [B, M+1, d]
+        return Q_sum[:, 1:], C_coa[:, 1:], C_sum[:, 1:], Q_coa[:, 1:]
+
+
+class MultiHead(nn.Module):
+    """MultiHead(X, Y, Z) = [h_1; ...; h_p] W_o, h_j = Attention(X W_j^X, Y W_j^Y, Z W_j^Z) (Eqs. 22-23).
+
+    Each W_j projects to `head_dim` (the paper: d, "all linear transformations ... project to d"),
+    scores are scaled by 1/sqrt(head_dim) (Eq. 22's sqrt(d)), dropout on the attention weights
+    ("before multiplying by Z"). No biases: the paper's projections are plain matrices.
+    """
+
+    def __init__(self, d: int, heads: int, head_dim: int, dropout: float):
+        super().__init__()
+        self.h, self.k, self.p = heads, head_dim, dropout
+        self.wx = nn.Linear(d, heads * head_dim, bias=False)
+        self.wy = nn.Linear(d, heads * head_dim, bias=False)
+        self.wz = nn.Linear(d, heads * head_dim, bias=False)
+        self.wo = nn.Linear(heads * head_dim, d, bias=False)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:  # [B, L, H*k] -> [B, H, L, k]
+        return x.view(x.shape[0], x.shape[1], self.h, self.k).transpose(1, 2)
+
+    def keys_values(self, y: torch.Tensor, z: torch.Tensor | None = None):
+        """Projected keys and values, each [B, H, L, k] (cacheable: they depend only on Y, Z)."""
+        return self._split(self.wy(y)), self._split(self.wz(y if z is None else z))
+
+    def forward(self, x: torch.Tensor, kv, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B, Lx, d] attends to kv=(keys, values) [B, H, Ly, k]; mask broadcastable to [B, H, Lx, Ly]."""
+        q = self._split(self.wx(x))
+        out = F.scaled_dot_product_attention(q, kv[0], kv[1], attn_mask=mask,
+                                             dropout_p=self.p if self.training else 0.0)  # [B, H, Lx, k]
+        return self.wo(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], self.h * self.k))
+
+    def attend_one(self, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """`forward` for one query position over unprojected keys = values = y (decoding over C_fin, eval only).
+
+        x [B, 1, d], y [B, L, d], mask [B, L]. The same attention with the products regrouped: the query is
+        mapped back into y's space, (x W_j^X)(y W_j^Y)^T = ((x W_j^X) W_j^Y^T) y^T, and the values are projected
+        after the weighted sum, sum_l a_l (y_l W_j^Z) = (sum_l a_l y_l) W_j^Z. Each step then reads y [B, L, d]
+        twice instead of cached keys and values of [B, H, L, head_dim] each (six times as much memory traffic
+        with three heads of d).
+        """
+        B, d = x.shape[0], x.shape[-1]
+        q = self.wx(x[:, 0]).view(B, self.h, self.k).transpose(0, 1)  # [H, B, k]
+        q = torch.bmm(q, self.wy.weight.view(self.h, self.k, d)).transpose(0, 1)  # [B, H, d]
+        scores = torch.bmm(q, y.transpose(1, 2)) / self.k ** 0.5  # [B, H, L]
+        a = scores.masked_fill(~mask[:, None, :], masked_fill_value(scores.dtype)).softmax(-1)
+        summary = torch.bmm(a, y).transpose(0, 1)  # [H, B, d]
+        out = torch.bmm(summary, self.wz.weight.view(self.h, self.k, d).transpose(1, 2))  # [H, B, k]
+        return self.wo(out.transpose(0, 1).reshape(B, 1, self.h * self.k))
+
+
+class FeedForward(nn.Module):
+    """max(0, X U) V (Eq. 25 without the residual, which the layers add)."""
+
+    def __init__(self, d: int, f: int, dropout: float):
+        super().__init__()
+        self.u, self.v, self.drop = nn.Linear(d, f), nn.Linear(f, d), nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.v(self.drop(F.relu(self.u(x))))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then residual feed-forward, each followed by layer norm (Eqs. 24-26)."""
+
+    def __init__(self, d: int, f: int, heads: int, head_dim: int, dropout: float):
+        super().__init__()
+        self.attn = MultiHead(d, heads, head_dim, dropout)
+        self.ff = FeedForward(d, f, dropout)
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x [B, L, d], mask [B, L] -> [B, L, d]."""
+        x = self.norm1(x + self.drop(self.attn(x, self.attn.keys_values(x), mask[:, None, None, :])))
+        return self.norm2(x + self.drop(self.ff(x)))
+
+
+class KVCache:
+    """Keys and values of the decoded prefix, [B, H, t, k] each, in buffers allocated once for `capacity`
+    positions: a decoding step writes its own position instead of copying the whole prefix (torch.cat)."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.length = capacity, 0
+        self.keys = self.values = None
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add positions (k, v: [B, H, T, k]); returns views of every position so far."""
+        if self.keys is None:
+            B, H, _, K = k.shape
+            self.keys, self.values = k.new_empty(B, H, self.capacity, K), v.new_empty(B, H, self.capacity, K)
+        end = self.length + k.shape[2]
+        if end > self.capacity:
+            raise ValueError(f"KVCache: {end} positions do not fit the {self.capacity} allocated")
+        self.keys[:, :, self.length:end] = k
+        self.values[:, :, self.length:end] = v
+        self.length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, attention over the context, residual feed-forward (Eqs. 4-6).
+
+    Two modes with one computation: the whole answer at once (causal mask), or the next position given
+    the keys/values of the previous positions (`cache`, a KVCache it appends to), for greedy decoding.
+    """
+
+    def __init__(self, d: int, f: int, heads: int, head_dim: int, dropout: float):
+        super().__init__()
+        self.self_attn = MultiHead(d, heads, head_dim, dropout)
+        self.ctx_attn = MultiHead(d, heads, head_dim, dropout)
+        self.ff = FeedForward(d, f, dropout)
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, memory, memory_mask, cache=None):
+        """x [B, T, d] (T = 1 with a cache); memory: C_fin [B, L, d]; memory_mask [B, L]. Returns [B, T, d].
+
+        With a cache (decoding, eval) the attention over C_fin takes `MultiHead.attend_one`'s route.
+        """
+        k, v = self.self_attn.keys_values(x)  # [B, H, T, k]
+        if cache is None:
+            T = x.shape[1]
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()  # causal
+        else:
+            k, v = cache.append(k, v)
+            mask = None  # one new position sees every cached one
+        x = self.norm1(x + self.drop(self.self_attn(x, (k, v), mask)))
+        if cache is None or self.training:
+            attended = self.ctx_attn(x, self.ctx_attn.keys_values(memory), memory_mask[:, None, None, :])
+        else:
+            attended = self.ctx_attn.attend_one(x, memory, memory_mask)
+        x = self.norm2(x + self.drop(attended))
+        return self.norm3(x + self.drop(self.ff(x)))
+
+
+def positional_encodings(T: int, d: int, offset: int = 0, device=None) -> torch.Tensor:
+    """[T, d]: PE[t, k] = sin(t / 10000^(k/d)) for even k, cos(t / 10000^((k-1)/d)) for odd k.
+
+    Eq. 3 prints the exponent as k/2d; this computes k/d, the encoding of Vaswani et al. (2017) that Eq. 3
+    cites (there 2i/d for the pair of dimensions 2i, 2i+1) and that the original code uses. With k/2d the
+    frequencies would only span 10000^0 .. 10000^-1/2. Listed in docs/fidelity.md."""
+    t = torch.arange(offset, offset + T, dtype=torch.float32, device=device)[:, None]
+    k = torch.arange(d, device=device)
+    freq = torch.pow(10000.0, -(k - k % 2).float() / d)  # [d]
+    angle = t * freq
+    return torch.where(k % 2 == 0, torch.sin(angle), torch.cos(angle))
+
+
+class DecoderLSTM(nn.Module):
+    """The intermediate decoder LSTM (Eq. 7), `layers` stacked cells; dropout on the input."""
+
+    def __init__(self, d_in: int, d: int, layers: int, dropout: float):
+        super().__init__()
+        self.cells = nn.ModuleList(nn.LSTMCell(d_in if i == 0 else d, d) for i in range(layers))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, state):
+        """x [B, d_in]; state = (h, c) each [layers, B, d] -> (top h [B, d], new state)."""
+        hs, cs = [], []
+        for i, cell in enumerate(self.cells):
+            h, c = cell(self.drop(x), (state[0][i], state[1][i]))
+            hs.append(h)
+            cs.append(c)
+            x = h
+        return x, (torch.stack(hs), torch.stack(cs))
+
+
+class PointerAttention(nn.Module):
+    """Attention of the decoder state over C_fin (or Q_fin) and the recurrent state (Eqs. 8-9).
+
+    alpha = softmax(X W h) over real positions; state = tanh(W' [X^T alpha ; h]). Returns (state [B, d],
+    log alpha [B, L]): log-weights, so the loss can sum pointer mass per token in log space. With h of
+    several steps at once ([B, T, d]: the question pointer under teacher forcing, whose output is not fed
+    back), both results get the T axis: [B, T, d], [B, T, L].
+    """
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.w = nn.Linear(d, d, bias=False)
+        self.w_out = nn.Linear(2 * d, d, bias=False)
+
+    def forward(self, h: torch.Tensor, x: torch.Tensor, mask: torch.Tensor):
+        steps = h if h.dim() == 3 else h[:, None]  # [B, T, d]
+        scores = self.w(steps) @ x.transpose(1, 2)  # [B, T, L]
+        log_alpha = scores.masked_fill(~mask[:, None, :], masked_fill_value(scores.dtype)).log_softmax(-1)
+        summary = log_alpha.exp() @ x  # [B, T, d]
+        state = torch.tanh(self.w_out(torch.cat([summary, steps], -1)))
+        return (state, log_alpha) if h.dim() == 3 else (state[:, 0], log_alpha[:, 0])
+
+
+class Arm(nn.Module):
+    """Compression BiLSTM, self-attentive layers, final BiLSTM (Eqs. 20-27) for one input.
+
+    With `cfg.recompute_encoder`, training keeps only the arm's input and outputs for the backward pass
+    and runs the arm again there (activation checkpointing, with the same dropout masks): less memory for
+    long inputs, more time per step; the same values and gradients.
+    """
+
+    def __init__(self, d_in: int, cfg: ModelConfig, head_dim: int):
+        super().__init__()
+        d, p = cfg.dimension, cfg.dropout
+        self.recompute = cfg.recompute_encoder
+        self.compress = BiLSTM(d_in, d, cfg.rnn_layers, p)
+        self.drop = nn.Dropout(p)
+        self.layers = nn.ModuleList(EncoderLayer(d, cfg.ff_hidden, cfg.heads, head_dim, p)
+                                    for _ in range(cfg.transformer_layers))
+        self.final = BiLSTM(d, d, cfg.rnn_layers, p)
+
+    def forward(self, x: torch.Tensor, seq: Sequences, final_state: bool = True):
+        """x [B, L, d_in] -> (C_fin [B, L, d], the final BiLSTM's final (h, c), or None without `final_state`)."""
+        if self.recompute and self.training and torch.is_grad_enabled():
+            return checkpoint(self._forward, x, seq, final_state, use_reentrant=False)
+        return self._forward(x, seq, final_state)
+
+    def _forward(self, x: torch.Tensor, seq: Sequences, final_state: bool = True):
+        x, _ = self.compress(x, seq.packing(x.device), final_state=False)  # [B, L, d] C_com
+        x = self.drop(x)
+        for layer in self.layers:
+            x = layer(x, seq.mask)  # C_self
+        return self.final(x, seq.packing(x.device), final_state)  # C_fin [B, L, d], final (h, c)

@@ -1,0 +1,411 @@
+"""MQAN (paper Section 3, Appendix E) and its Table 2 baselines, as one module.
+
+Variants (`ModelConfig.variant`), each adding to the previous one:
+  s2s   pointer-generator over the concatenation "Context: c Question: q": projection, BiLSTM, LSTM
+        decoder with attention, and one switch between the vocabulary and the pointer
+  satt  + compression BiLSTM, self-attentive encoder layers, final BiLSTM; self-attentive decoder layers
+  catt  + context and question encoded separately, dual coattention (context pointer only)
+  qptr  + question arm and question pointer with its switch: MQAN (`mqan` is an alias)
+
+One computation for training and decoding: `token_log_probs` (teacher forcing) and `greedy` call
+the same step functions; greedy keeps the keys/values of past decoder positions and attends to C_fin
+directly (`MultiHead.attend_one`), so nothing is recomputed. The output distribution (Eq. 13) lives in mqan/mixture.py: the loss needs only
+each target's probability, computed in log space from the three sources, and greedy decoding only the
+most probable token, so neither builds the extended-vocabulary distribution.
+Shapes: B batch, L context, M question, T answer steps, d dimension, V generative vocabulary,
+X extended vocabulary of the batch (V + batch-local tokens), N selected answer positions.
+
+Where the paper is silent or the original code differs, this module follows the paper's equations:
+- multi-head attention as Eqs. 22-23 read literally: each head projects to d (`head_dim`, default d),
+  scale 1/sqrt(d), output matrix W_o; the original chunks one d-projection into heads of 67/67/66,
+  scales by sqrt(200) and has no W_o (`head_dim: 67` gives heads of about d/p with W_o);
+- coattention without the original's extra tanh projection of the question (Eq. 17 has none);
+- the decoder attends to C_fin in both layers (Eq. 5; the original trains on another encoder layer
+  than it decodes with), adds the answer projection unscaled (Eq. 3) and always masks context padding;
+- decoder attention is bilinear, softmax(X W h) (Eq. 8; the original declared W but used a dot product);
+  the switches see [c~_t ; h_t ; A_self] (Eq. 12; the original also fed the previous c~);
+- from the original, where the paper says nothing: the decoder LSTM starts from the final state of the
+  context's last BiLSTM, c~_0 = 0, positions start at 0, W_v has a bias; post-norm residual layers;
+- dropout (App. D, "generally after any linear transformation"): on inputs to every LSTM, on C_com before
+  the first self-attention layer, on attention weights, on each residual branch, inside the feed-forward
+  layers, on A_proj + PE, on the switch inputs (Eq. 12) and before W_v;
+- input features: see mqan/inputs.py (every token featurized from its string; the paper's frozen GloVe +
+  char n-grams, optionally with trained parts); word dropout (not in the paper) hides context tokens only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from deca.config import ModelConfig
+from deca.text import detokenize
+from mqan import mixture, static_decode, syncs
+from mqan.batch import Batch, Sequences
+from mqan.inputs import Featurizer, InputEmbedding
+from mqan.layers import (Arm, BiLSTM, Coattention, DecoderLayer, DecoderLSTM, KVCache, PointerAttention,
+                               positional_encodings)
+from mqan.vectors import VectorSource, open_source
+from mqan.vocab import EOS_ID, INIT_ID, PAD_ID, UNK_ID, Vocab
+from mqan.vocab_log_prob import wide
+
+
+@dataclass(frozen=True)
+class Arch:
+    split: bool  # context and question as two inputs (else their concatenation)
+    self_attention: bool
+    coattention: bool
+    question_pointer: bool
+
+
+VARIANTS = {
+    "s2s": Arch(False, False, False, False),
+    "satt": Arch(False, True, False, False),
+    "catt": Arch(True, True, True, False),
+    "qptr": Arch(True, True, True, True),
+    "mqan": Arch(True, True, True, True),
+}
+
+
+@dataclass
+class Encoded:
+    context: torch.Tensor  # [B, L, d] C_fin (for s2s/satt: of the concatenation)
+    context_mask: torch.Tensor  # [B, L]
+    context_ext: torch.Tensor  # [B, L] extended ids (pointer targets)
+    question: torch.Tensor | None  # [B, M, d] Q_fin (question pointer only)
+    question_mask: torch.Tensor | None
+    question_ext: torch.Tensor | None
+    state: tuple[torch.Tensor, torch.Tensor]  # decoder LSTM initial (h, c), each [layers, B, d]
+    features: dict[str, torch.Tensor]  # input features of the batch's own tokens (InputEmbedding.batch_features)
+
+
+@dataclass
+class Attended:
+    """The decoder at some answer positions (leading shape [...]: [B] for one step, [B, T] for teacher
+    forcing, [N] once the real positions are selected)."""
+    x: torch.Tensor  # [..., d] A_self (A_proj for s2s): the LSTM's input
+    h: torch.Tensor  # [..., d] h_t, Eq. 7
+    context: torch.Tensor  # [..., d] c~_t, Eq. 9
+    log_context: torch.Tensor  # [..., L] log a^C_t, Eq. 8
+    question: torch.Tensor | None = None  # [..., d] q~_t, Eq. 10 (question pointer only)
+    log_question: torch.Tensor | None = None  # [..., M] log a^Q_t
+
+
+@dataclass
+class TeacherForced:
+    """The decoder run over a whole answer."""
+    enc: Encoded
+    targets: torch.Tensor  # [B, T] extended ids
+    mask: torch.Tensor  # [B, T] real positions
+    index: torch.Tensor  # [N] the real positions in the flattened [B * T], in row-major order
+    steps: Attended  # leading shape [B, T]
+
+
+@dataclass
+class MixtureInputs:
+    """What the output distribution (mqan/mixture.py) needs at the N real answer positions."""
+    feats: torch.Tensor  # [N, d] the input of W_v (Eq. 11), dropout applied
+    switches: mixture.Switches  # [N]
+    pointers: mixture.Pointers  # [N, L] / [N, M]
+    targets: torch.Tensor  # [N] extended ids
+
+
+@dataclass
+class GreedyOutput:
+    tokens: list[list[str]]  # answer tokens (up to <eos>, specials dropped)
+    texts: list[str]  # detokenized answers
+    ids: torch.Tensor  # [B, S] extended ids chosen at each step (S <= max_len)
+    log_probs: torch.Tensor  # [B, S] log p of the chosen token (0 after <eos>)
+    source_weights: torch.Tensor  # [B, S, 3] weights of vocabulary / context ptr / question ptr (0 after <eos>)
+    lengths: torch.Tensor  # [B] steps taken up to and including <eos>
+    contributions: torch.Tensor | None = None  # [B, S, 3] p(chosen token) from each source (they sum to it)
+
+
+class MQAN(nn.Module):
+    """The multitask question answering network; `cfg.variant` selects a Table 2 baseline."""
+
+    def __init__(self, cfg: ModelConfig, vocab: Vocab, featurizer: Featurizer | None = None):
+        super().__init__()
+        if cfg.variant not in VARIANTS:
+            raise ValueError(f"model.variant {cfg.variant!r} unknown; choose one of {', '.join(VARIANTS)}")
+        if cfg.dimension % 2:
+            raise ValueError(f"model.dimension must be even (BiLSTM halves), got {cfg.dimension}")
+        if cfg.embedding_init_std <= 0:
+            raise ValueError(f"model.embedding_init_std must be > 0, got {cfg.embedding_init_std}")
+        if not 0.0 <= cfg.word_dropout < 1.0:
+            raise ValueError(f"model.word_dropout must be in [0, 1), got {cfg.word_dropout}")
+        self.cfg, self.vocab, self.arch = cfg, vocab, VARIANTS[cfg.variant]
+        d, p, arch = cfg.dimension, cfg.dropout, self.arch
+        head_dim = cfg.head_dim or d
+        self.generative_size = vocab.generative_size
+        featurizer = featurizer or Featurizer(buckets=cfg.char_ngram_buckets)
+        if cfg.char_ngram_dim and featurizer.buckets != cfg.char_ngram_buckets:
+            raise ValueError("the featurizer's char n-gram buckets differ from model.char_ngram_buckets")
+        self.embed = InputEmbedding(vocab.itos, self.generative_size, featurizer, cfg.embedding_dim,
+                                    cfg.char_ngram_dim, cfg.embedding_init_std)
+        self.drop = nn.Dropout(p)
+        self.enc_proj = nn.Linear(self.embed.dim, d)  # W1, Eq. 15
+        self.dec_proj = nn.Linear(self.embed.dim, d)  # W2, Eq. 2
+        self.encode_ind = BiLSTM(d, d, cfg.rnn_layers, p)  # shared BiLSTM_ind, Eq. 16
+        if arch.coattention:
+            self.coattention = Coattention(d)
+        if arch.self_attention:
+            self.context_arm = Arm((4 if arch.coattention else 2) * d, cfg, head_dim)
+            self.decoder_layers = nn.ModuleList(DecoderLayer(d, cfg.ff_hidden, cfg.heads, head_dim, p)
+                                                for _ in range(cfg.transformer_layers))
+        self.lstm = DecoderLSTM(2 * d, d, cfg.rnn_layers, p)  # Eq. 7, input [A_self ; c~_{t-1}]
+        self.context_attn = PointerAttention(d)  # Eqs. 8-9
+        self.vocab_switch = nn.Linear(3 * d, 1)  # gamma, Eq. 12
+        if arch.question_pointer:
+            self.question_arm = Arm(4 * d, cfg, head_dim)
+            self.question_attn = PointerAttention(d)
+            self.question_switch = nn.Linear(3 * d, 1)  # lambda, Eq. 12
+        self.out = nn.Linear(d, self.generative_size)  # W_v, Eq. 11
+
+    # ---- encoder -------------------------------------------------------------------------------------
+    def _embed_input(self, seq: Sequences, features) -> torch.Tensor:
+        """Encoder input embeddings [B, L, D]; in training, word dropout reads context tokens as UNK."""
+        ids, p = seq.ext, self.cfg.word_dropout
+        if self.training and p > 0:
+            ids = ids.masked_fill((torch.rand(ids.shape, device=ids.device) < p) & seq.droppable, UNK_ID)
+        return self.embed(ids, features)
+
+    def encode(self, batch: Batch) -> Encoded:
+        arch = self.arch
+        feats = self.embed.batch_features(batch.oov_tokens, batch.answer_targets.device)
+        if not arch.split:
+            s = batch.context_question
+            proj = self.enc_proj(self._embed_input(s, feats))  # [B, L, d]
+            x, state = self.encode_ind(proj, s.packing(proj.device), final_state=not arch.self_attention)
+            if arch.self_attention:
+                x, state = self.context_arm(torch.cat([proj, x], -1), s)
+            return Encoded(x, s.mask, s.ext, None, None, None, state, feats)
+        c, q = batch.context, batch.question
+        c_proj, q_proj = self.enc_proj(self._embed_input(c, feats)), self.enc_proj(self._embed_input(q, feats))
+        c_ind, _ = self.encode_ind(c_proj, c.packing(c_proj.device), final_state=False)
+        q_ind, _ = self.encode_ind(q_proj, q.packing(q_proj.device), final_state=False)
+        q_sum, c_coa, c_sum, q_coa = self.coattention(c_ind, q_ind, c.mask, q.mask)
+        c_fin, state = self.context_arm(torch.cat([c_proj, c_ind, q_sum, c_coa], -1), c)  # Eq. 20
+        if not arch.question_pointer:
+            return Encoded(c_fin, c.mask, c.ext, None, None, None, state, feats)
+        q_fin, _ = self.question_arm(torch.cat([q_proj, q_ind, c_sum, q_coa], -1), q, final_state=False)  # Eq. 21
+        return Encoded(c_fin, c.mask, c.ext, q_fin, q.mask, q.ext, state, feats)
+
+    # ---- decoder pieces shared by teacher forcing and greedy decoding ---------------------------------
+    def _answer_features(self, enc: Encoded, inputs: torch.Tensor, offset: int = 0, caches=None):
+        """Decoder inputs (extended ids [B, T]) -> LSTM inputs [B, T, d]: A_self, or A_proj for s2s.
+
+        With `caches` (one KVCache per layer, appended to) the T positions continue a prefix of length
+        `offset` whose keys/values are cached.
+        """
+        a = self.dec_proj(self.embed(inputs, enc.features))  # A_proj [B, T, d]
+        if not self.arch.self_attention:
+            return a
+        x = self.drop(a + positional_encodings(inputs.shape[1], a.shape[-1], offset, a.device))  # A_ppr
+        for i, layer in enumerate(self.decoder_layers):
+            x = layer(x, enc.context, enc.context_mask, None if caches is None else caches[i])
+        return x  # A_self [B, T, d]
+
+    def _step(self, enc: Encoded, x: torch.Tensor, state, ctx_prev: torch.Tensor,
+              question: bool = True) -> tuple[Attended, tuple]:
+        """One recurrent step: x [B, d], c~_{t-1} [B, d] -> (the step's outputs, the LSTM state). The question
+        pointer only with `question`: its output is not fed back, so teacher forcing batches it."""
+        h, state = self.lstm(torch.cat([x, ctx_prev], -1), state)
+        ctx, log_ac = self.context_attn(h, enc.context, enc.context_mask)  # [B, d], [B, L]
+        step = Attended(x, h, ctx, log_ac)
+        if self.arch.question_pointer and question:
+            step.question, step.log_question = self.question_attn(h, enc.question, enc.question_mask)
+        return step, state
+
+    def _logits(self, ctx: torch.Tensor) -> torch.Tensor:
+        """Vocabulary scores W_v c~_t (Eq. 11), [..., d] -> [..., V]."""
+        return self.out(self.drop(ctx))
+
+    def _switches(self, a: Attended) -> mixture.Switches:
+        """Switch logits (gamma, lambda) for any leading shape [..., d] -> [...]; dropout on their inputs."""
+        sv = self.vocab_switch(self.drop(torch.cat([a.context, a.h, a.x], -1))).squeeze(-1)
+        sq = (self.question_switch(self.drop(torch.cat([a.question, a.h, a.x], -1))).squeeze(-1)
+              if self.arch.question_pointer else None)
+        return mixture.Switches(wide(sv), None if sq is None else wide(sq))  # fp32 under bf16 autocast
+
+    # ---- teacher forcing --------------------------------------------------------------------------------
+    def _teacher_forced(self, batch: Batch, targets: torch.Tensor | None,
+                        mask: torch.Tensor | None = None) -> TeacherForced:
+        """Run the decoder on the gold answer, or on `targets` (extended ids [B, T]; `mask` [B, T] marks the
+        real positions, by default those that are not PAD_ID)."""
+        if targets is None:  # the gold answers: their real positions were found on the CPU (no device sync)
+            inputs, targets, mask, index = batch.answer_inputs, batch.answer_targets, batch.answer_mask, batch.answer_index
+        else:
+            mask = targets != PAD_ID if mask is None else mask
+            index = mask.flatten().nonzero()[:, 0]
+            init = torch.full_like(targets[:, :1], INIT_ID)
+            inputs = torch.cat([init, targets[:, :-1]], 1)
+        enc = self.encode(batch)
+        x = self._answer_features(enc, inputs)  # [B, T, d]
+        state, ctx = enc.state, x.new_zeros(x.shape[0], x.shape[2])
+        hs, ctxs, log_acs = [], [], []
+        for t in range(x.shape[1]):
+            step, state = self._step(enc, x[:, t], state, ctx, question=False)
+            ctx = step.context
+            hs.append(step.h), ctxs.append(step.context), log_acs.append(step.log_context)
+        steps = Attended(x, torch.stack(hs, 1), torch.stack(ctxs, 1), torch.stack(log_acs, 1))  # [B, T, ...]
+        if self.arch.question_pointer:  # every step at once: q~_t and a^Q_t depend on h_t only
+            steps.question, steps.log_question = self.question_attn(steps.h, enc.question, enc.question_mask)
+        return TeacherForced(enc, targets, mask, index, steps)
+
+    def _select(self, tf: TeacherForced) -> MixtureInputs:
+        """The real answer positions of a teacher-forced run (its index) -> the inputs of the mixture functions.
+
+        Rows are picked with `index_select` on the precomputed index: the same rows, in the same order, as
+        boolean-mask indexing, without the host synchronisation that a data-dependent size costs on a GPU."""
+        enc, idx, s = tf.enc, tf.index, tf.steps
+        b = torch.div(idx, tf.mask.shape[1], rounding_mode="floor")  # example of each selected position, [N]
+
+        def pick(t):  # [B, T, ...] -> [N, ...]
+            return None if t is None else t.flatten(0, 1).index_select(0, idx)
+
+        rows = Attended(pick(s.x), pick(s.h), pick(s.context), pick(s.log_context), pick(s.question),
+                        pick(s.log_question))
+        pointers = mixture.Pointers(wide(rows.log_context), enc.context_ext.index_select(0, b),
+                                    None if rows.log_question is None else wide(rows.log_question),
+                                    None if rows.log_question is None else enc.question_ext.index_select(0, b))
+        switches = self._switches(rows)  # before W_v's dropout: the order in which dropout draws its masks
+        feats = self.drop(rows.context)  # [N, d]: the input of W_v (Eq. 11) at the real answer positions only
+        return MixtureInputs(feats, switches, pointers, pick(tf.targets))
+
+    def _target_log_probs(self, tf: TeacherForced) -> torch.Tensor:
+        """[N] log p of the targets at the real answer positions (Eq. 13)."""
+        m = self._select(tf)
+        return mixture.target_log_probs(self.out, m.feats, m.switches, m.pointers, m.targets)
+
+    def token_log_probs(self, batch: Batch, targets: torch.Tensor | None = None,
+                        mask: torch.Tensor | None = None) -> torch.Tensor:
+        """[B, T] log p of each answer target (gold, or `targets` / `mask`), 0 at padding."""
+        tf = self._teacher_forced(batch, targets, mask)
+        lp = self._target_log_probs(tf)
+        return torch.zeros(tf.mask.shape, dtype=lp.dtype, device=lp.device).masked_scatter(tf.mask, lp)
+
+    def forward(self, batch: Batch, reduction: str = "mean") -> torch.Tensor:
+        """Token-level NLL of the gold answers: mean (default) or sum over the non-pad answer tokens."""
+        nll = -self._target_log_probs(self._teacher_forced(batch, None))
+        if reduction == "sum":
+            return nll.sum()
+        if reduction != "mean":
+            raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+        return nll.mean()
+
+    def distributions(self, batch: Batch, targets: torch.Tensor | None = None,
+                      mask: torch.Tensor | None = None) -> torch.Tensor:
+        """[B, T, X] mixed output distributions under teacher forcing (0 rows at padding). For tests/analysis."""
+        tf = self._teacher_forced(batch, targets, mask)
+        m = self._select(tf)
+        p = mixture.distribution(self.out(m.feats), m.switches.weights(), m.pointers, batch.extended_size)
+        out = p.new_zeros(*tf.mask.shape, p.shape[-1])
+        out[tf.mask] = p
+        return out
+
+    # ---- greedy decoding --------------------------------------------------------------------------------
+    @torch.no_grad()
+    def greedy(self, batch: Batch, max_len: int | None = None, incremental: bool = True,
+               explain: bool = False, cuda_graphs: bool = False) -> GreedyOutput:
+        """Batched greedy decoding (eval mode) until every answer has <eos> or `max_len` steps.
+
+        `incremental=False` recomputes the self-attentive decoder over the whole prefix (and the keys/
+        values of C_fin) at every step, as the original did: same outputs, for benchmarks and tests.
+        `explain` also returns each chosen token's probability from each source (`contributions`).
+        `cuda_graphs` decodes with static shapes (mqan/static_decode.py), one step captured as a CUDA
+        graph and replayed on a GPU (run eagerly on a CPU); not with `explain` or `incremental=False`.
+        """
+        was_training = self.training
+        self.eval()
+        max_len = max_len or self.cfg.max_answer_length
+        try:
+            if cuda_graphs and incremental and not explain:
+                return self._greedy_static(batch, max_len)
+            return self._greedy(batch, max_len, incremental, explain)
+        finally:
+            self.train(was_training)
+
+    def _greedy_static(self, batch: Batch, max_len: int) -> GreedyOutput:
+        enc = self.encode(batch)
+        st, steps = static_decode.run(self, enc, max_len, graphs=True)
+        live = ~st.finished[:, :steps]
+        ids_t = st.ids[:, :steps].masked_fill(~live, PAD_ID)
+        tokens = [batch.ext_to_tokens(row, self.vocab) for row in ids_t.tolist()]
+        return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t,
+                            st.log_probs[:, :steps].masked_fill(~live, 0.0),
+                            st.weights[:, :steps].masked_fill(~live[..., None], 0.0), live.sum(1))
+
+    def _greedy(self, batch: Batch, max_len: int, incremental: bool, explain: bool = False) -> GreedyOutput:
+        enc = self.encode(batch)
+        B = batch.size
+        prev = torch.full((B, 1), INIT_ID, dtype=torch.long, device=enc.context.device)
+        state, ctx = enc.state, enc.context.new_zeros(B, enc.context.shape[-1])
+        caches = None
+        if self.arch.self_attention and incremental:
+            caches = [KVCache(max_len) for _ in self.decoder_layers]
+        prefix = prev
+        question_ids = enc.question_ext if self.arch.question_pointer else None
+        candidates = mixture.Candidates.of(enc.context_ext, question_ids)
+        done = torch.zeros(B, dtype=torch.bool, device=prev.device)
+        check = syncs.check_every(prev.device)
+        ids, lps, weights, finished, parts = [], [], [], [], []
+        for t in range(max_len):
+            if incremental or not self.arch.self_attention:
+                x = self._answer_features(enc, prev, offset=t, caches=caches)[:, -1]
+            else:
+                x = self._answer_features(enc, prefix)[:, -1]
+            step, state = self._step(enc, x, state, ctx)
+            ctx = step.context
+            p_vocab = torch.softmax(wide(self._logits(ctx)), -1)  # [B, V], fp32 under bf16 autocast too
+            w = self._switches(step).weights()
+            pointers = mixture.Pointers(wide(step.log_context), enc.context_ext,
+                                        None if step.log_question is None else wide(step.log_question), question_ids)
+            y, lp = mixture.choose(p_vocab, w, pointers, candidates)
+            if explain:
+                parts.append(mixture.contributions(p_vocab, w, pointers, y))
+            finished.append(done.clone())
+            ids.append(y)
+            lps.append(lp)
+            weights.append(w)
+            done |= y == EOS_ID
+            if (t + 1) % check == 0 and bool(done.all()):  # a host synchronisation: on a GPU every `check` steps
+                break
+            prev = y[:, None]
+            if not incremental:
+                prefix = torch.cat([prefix, prev], 1)
+        live = ~torch.stack(finished, 1)  # [B, S] steps up to and including <eos>
+        if check > 1:  # steps after every answer ended: all finished, dropped
+            live = live[:, : int(live.any(0).sum())]
+        S = live.shape[1]
+        ids_t = torch.stack(ids, 1)[:, :S].masked_fill(~live, PAD_ID)
+        lp_t = torch.stack(lps, 1)[:, :S].masked_fill(~live, 0.0)
+        w_t = torch.stack(weights, 1)[:, :S].masked_fill(~live[..., None], 0.0)
+        tokens = [batch.ext_to_tokens(row, self.vocab) for row in ids_t.tolist()]
+        c_t = torch.stack(parts, 1)[:, :S].masked_fill(~live[..., None], 0.0) if explain else None
+        return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t, lp_t, w_t, live.sum(1), c_t)
+
+
+def build_model(cfg: ModelConfig, vocab: Vocab, word_vectors: VectorSource | None = None,
+                char_vectors: VectorSource | None = None, progress: bool = False) -> MQAN:
+    """The model of `cfg` for `vocab`. The pre-trained sources named in `cfg` (model.word_vectors,
+    model.char_vectors) are opened unless given; trained parts follow model.embedding_dim / char_ngram_dim."""
+    if word_vectors is None and cfg.word_vectors:
+        word_vectors = open_source(cfg.word_vectors, progress=progress)
+    if char_vectors is None and cfg.char_vectors:
+        char_vectors = open_source(cfg.char_vectors, progress=progress)
+    return MQAN(cfg, vocab, Featurizer(word_vectors, char_vectors, cfg.char_ngram_buckets))
+
+
+def vector_sources(model: MQAN) -> dict[str, dict | None]:
+    """Name, fingerprint and size of each pre-trained source of `model` (recorded in checkpoints)."""
+    f = model.embed.featurizer
+    return {key: None if src is None else {"name": src.name, "fingerprint": src.fingerprint, "dim": src.dim,
+                                           "words": len(src.words)}
+            for key, src in (("word_vectors", f.word), ("char_vectors", f.char))}
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters (frozen input features are buffers and not counted)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

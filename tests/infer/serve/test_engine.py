@@ -1,0 +1,211 @@
+"""The model loaded once and the batching queue of `deca serve` (infer/serve/engine.py)."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from deca.errors import ConfigError, DataError
+from infer.serve.engine import Batcher, Predictor
+from infer.serve.examples import task_examples
+
+from .conftest import STEPS
+
+
+def requests(n: int) -> list[dict]:
+    """`n` requests ({"id", "context", "question"}), the demo page's examples in turn."""
+    examples = task_examples()
+    return [{"id": str(i), "context": examples[i % len(examples)]["context"],
+             "question": examples[i % len(examples)]["question"]} for i in range(n)]
+
+
+@pytest.fixture
+def rows(predictor):
+    """`rows(n)`: `n` requests prepared by the predictor, as the Batcher gets them."""
+    return lambda n: predictor.prepare(requests(n))
+
+
+class Recording:
+    """The predictor's answer function, remembering the size of every batch it ran."""
+
+    def __init__(self, predictor: Predictor):
+        self.predictor, self.sizes = predictor, []
+
+    def __call__(self, batch: list[dict]) -> list[dict]:
+        self.sizes.append(len(batch))
+        return self.predictor.answer(batch)
+
+
+def run(coroutine_fn):
+    return asyncio.run(coroutine_fn())
+
+
+def test_concurrent_calls_share_one_batch(predictor, rows):
+    record = Recording(predictor)
+    batch = rows(5)
+
+    async def go():
+        batcher = Batcher(record, max_batch=8, max_wait_ms=50)
+        try:
+            return await asyncio.gather(*(batcher.submit([r]) for r in batch[:3]), batcher.submit(batch[3:]))
+        finally:
+            await batcher.stop()
+
+    answers = run(go)
+    assert record.sizes == [5]  # four calls arriving together, one model batch
+    assert [a for call in answers for a in call] == predictor.answer(batch)  # each call gets its own rows
+
+
+def test_batches_hold_at_most_max_batch_rows(predictor, rows):
+    record = Recording(predictor)
+    batch = rows(5)
+
+    async def go():
+        batcher = Batcher(record, max_batch=2, max_wait_ms=50)
+        try:
+            return await batcher.submit(batch), batcher.stats
+        finally:
+            await batcher.stop()
+
+    answers, stats = run(go)
+    assert record.sizes == [2, 2, 1]
+    assert (stats.batches, stats.rows, stats.largest) == (3, 5, 2)
+    assert [a["id"] for a in answers] == [r["id"] for r in batch]
+
+
+def test_a_batch_does_not_wait_past_max_wait(predictor, rows):
+    record = Recording(predictor)
+    batch = rows(2)
+
+    async def go():
+        batcher = Batcher(record, max_batch=8, max_wait_ms=10)
+        try:
+            first = asyncio.ensure_future(batcher.submit(batch[:1]))
+            await asyncio.sleep(0.5)  # far past the 10 ms: the first batch has run alone
+            return await first, await batcher.submit(batch[1:])
+        finally:
+            await batcher.stop()
+
+    run(go)
+    assert record.sizes == [1, 1]
+
+
+def test_a_failing_batch_fails_its_callers_and_the_next_batch_runs(predictor, rows):
+    calls = []
+
+    def flaky(batch):
+        calls.append(len(batch))
+        if len(calls) == 1:
+            raise RuntimeError("out of memory")
+        return predictor.answer(batch)
+
+    async def go():
+        batcher = Batcher(flaky, max_batch=8, max_wait_ms=1)
+        try:
+            with pytest.raises(RuntimeError, match="out of memory"):
+                await batcher.submit(rows(1))
+            return await batcher.submit(rows(1))
+        finally:
+            await batcher.stop()
+
+    assert run(go)[0]["id"] == "0"
+
+
+def test_predictor_answers_like_deca_predict(predictor, checkpoint):
+    from infer.predict import request_row
+    from mqan.checkpoint import load_model
+    from mqan.decode import decode
+
+    batch = requests(3)
+    model, vocab, _ = load_model(checkpoint)
+    prepared = [request_row(r["context"], r["question"], r["id"]) for r in batch]
+    expected = [a.to_json(r["id"]) for r, a in
+                zip(batch, decode(model, vocab, prepared, 64, None, "cpu", explain=True))]
+    assert predictor.prepare(batch) == prepared and predictor.answer(prepared) == expected
+    assert predictor.describe() == {"checkpoint": str(checkpoint), "iteration": STEPS, "device": "cpu",
+                                    "vocabulary": len(vocab), "precision": "fp32"}
+
+
+def test_bad_settings_and_checkpoints_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="--max-batch must be at least 1"):
+        Batcher(print, max_batch=0, max_wait_ms=1)
+    with pytest.raises(ConfigError, match="--max-wait-ms must be at least 0"):
+        Batcher(print, max_batch=1, max_wait_ms=-1)
+    with pytest.raises(ConfigError, match="--batch-tokens must be at least 1"):
+        Batcher(print, max_batch=1, max_wait_ms=1, batch_tokens=0)
+    with pytest.raises(DataError, match="checkpoint not found"):
+        Predictor.load(tmp_path / "missing.pt", device="cpu")
+
+
+def long_row(i: int, tokens: int) -> dict:
+    return {"id": f"long{i}", "context_tokens": ["word"] * tokens, "question_tokens": ["why", "?"],
+            "answer_tokens": []}
+
+
+def test_batches_hold_at_most_batch_tokens_and_a_longer_row_runs_alone():
+    sizes = []
+
+    def answer(batch):
+        sizes.append([len(r["context_tokens"]) + len(r["question_tokens"]) for r in batch])
+        return [{"id": r["id"]} for r in batch]
+
+    async def go():
+        batcher = Batcher(answer, max_batch=32, max_wait_ms=20, batch_tokens=100)
+        try:
+            return await batcher.submit([long_row(0, 30), long_row(1, 30), long_row(2, 30), long_row(3, 250),
+                                         long_row(4, 10)])
+        finally:
+            await batcher.stop()
+
+    answers = run(go)
+    assert [a["id"] for a in answers] == [f"long{i}" for i in range(5)]
+    assert sizes == [[32, 32, 32], [252], [12]]  # 96 tokens; the 252-token row alone; the rest
+
+
+def test_a_small_call_is_answered_between_the_pieces_of_a_large_one():
+    order = []
+
+    def answer(batch):
+        time.sleep(0.05)  # the model's time: the small call arrives while the first piece runs
+        order.append([r["id"] for r in batch])
+        return [{"id": r["id"]} for r in batch]
+
+    async def go():
+        batcher = Batcher(answer, max_batch=4, max_wait_ms=1, batch_tokens=1000)
+        try:
+            large = asyncio.ensure_future(batcher.submit([long_row(i, 100) for i in range(12)]))
+            await asyncio.sleep(0.02)
+            small = await batcher.submit([{**long_row(0, 3), "id": "small"}])
+            return small, len(order), await large
+        finally:
+            await batcher.stop()
+
+    small, pieces_before, large = run(go)
+    assert small == [{"id": "small"}] and len(large) == 12
+    assert pieces_before <= 2  # answered with the second piece, not after all three
+    assert "small" in order[1]
+
+
+def test_a_small_call_waits_for_one_row_of_a_call_whose_rows_are_each_over_the_budget():
+    """Rows over --batch-tokens run alone; the small call must not wait for all of them (it waited 92 s)."""
+    order = []
+
+    def answer(batch):
+        time.sleep(0.03)
+        order.append([r["id"] for r in batch])
+        return [{"id": r["id"]} for r in batch]
+
+    async def go():
+        batcher = Batcher(answer, max_batch=64, max_wait_ms=1, batch_tokens=100)
+        try:
+            large = asyncio.ensure_future(batcher.submit([long_row(i, 500) for i in range(10)]))
+            await asyncio.sleep(0.01)
+            small = await batcher.submit([{**long_row(0, 3), "id": "small"}])
+            return small, [ids for ids in order], await large
+        finally:
+            await batcher.stop()
+
+    small, before, large = run(go)
+    assert small == [{"id": "small"}] and [a["id"] for a in large] == [f"long{i}" for i in range(10)]
+    assert len(before) <= 2 and ["small"] in before  # at most the row being run, then the small call's
