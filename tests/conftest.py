@@ -49,3 +49,6 @@ def shared_file(rel: str) -> Path:
     if not path.exists():
         pytest.skip(f"real corpus file {path} not present (a mirror of the official download is needed)")
     return path
+
+
+from tests.mini_data import mini_data  # noqa: E402,F401  (the miniature processed data, for every test folder)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from tests.train.conftest import build_processed
+from tests.mini_data import build_processed
 
 sys.path.insert(0, str(ROOT / "experiments"))
 import single_task  # noqa: E402

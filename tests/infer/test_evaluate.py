@@ -17,7 +17,7 @@ from mqan.checkpoint import save_checkpoint
 from mqan.model import MQAN, GreedyOutput, build_model
 from mqan.vocab import Vocab
 
-from tests.train.conftest import write_rows
+from tests.mini_data import write_rows
 
 TASKS = ["sst", "schema"]
 

@@ -15,7 +15,7 @@ import torch
 from tests.mqan.test_model import ALL, VOCAB, random_rows, tiny_model
 from mqan.batch import collate
 
-PATH = Path(__file__).resolve().parents[2] / "fixtures" / "mqan_reference.pt"
+PATH = Path(__file__).resolve().parents[1] / "fixtures" / "mqan_reference.pt"
 
 
 def outputs(variant: str) -> dict[str, torch.Tensor]:

@@ -96,7 +96,7 @@ def test_a_checkpoint_written_by_the_previous_layout_loads_and_answers_the_same(
 
     from mqan.checkpoint import load_model
 
-    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "checkpoints"
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
     expected = json.loads((fixture / "layout-e0a3361.json").read_text(encoding="utf-8"))
     model, vocab, extra = load_model(fixture / "layout-e0a3361.pt")
     assert extra == {"iteration": 12} and vocab.fingerprint == VOCAB.fingerprint

@@ -4,7 +4,7 @@ import pytest
 
 from deca.errors import DataError
 from deca.schema import EXAMPLE_SCHEMA
-from tests.train.conftest import write_rows
+from tests.mini_data import write_rows
 from train import data as data_module
 from train.data import (MultiTaskData, TaskData, TokenBudgetStream, cut_batches, example_costs, read_share,
                         take_rows)

@@ -154,7 +154,7 @@ def test_the_page_installs_with_the_package(tmp_path):
     import zipfile
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[4]
+    root = Path(__file__).resolve().parents[3]
     src = tmp_path / "src"
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
