@@ -11,7 +11,7 @@ DDP's gradient average equals the gradient of the token mean over the global bat
 Every `val_every` iterations (and at the end) all workers decode their slice of each task's validation
 split (train/validation.py); rank 0 logs the metrics and keeps the best model (by the sum of headline
 metrics over the trained tasks) in <run dir>/best/. Every `save_every` iterations (and at the end) the
-resumable state (mqan/checkpoint.py) is handed to `publish` (Ray Train's `report` in train/worker.py);
+resumable state (train/state.py) is handed to `publish` (Ray Train's `report` in train/worker.py);
 `load_state` continues exactly where it stopped. With `train.ema_decay` every worker also keeps a moving
 average of the weights; validation and the best model use it. With `train.max_minutes` the workers agree
 at each log step whether the time is up and stop together (final validation and checkpoint included).

@@ -32,7 +32,8 @@ def report_to_ray(metrics: dict[str, Any], directory: Path, iteration: int) -> N
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
-    """The Ray Train worker function. `config` comes from train.driver.loop_config."""
+    """The Ray Train worker function. `config` is the dict that train.driver.build_trainer hands to Ray as
+    `train_loop_config`."""
     import ray.train
     import ray.train.torch
 
