@@ -12,10 +12,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import re
+
 from deca.errors import ConfigError, DataError
 
 RUN_FILE = "deca_run.json"
 BEST = Path("best") / "model.pt"
+# A registered model version, as `deca predict/evaluate/serve --model`, `deca lineage` and `deca reproduce` take it.
+MODEL_URI = re.compile(r"models:/(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?:/(?P<version>\d+)|@(?P<alias>[A-Za-z0-9_-]+))")
+URI_FORMS = "models:/<name>/<version> or models:/<name>@<alias>"
 
 
 def latest_run(storage: str | Path) -> Path:

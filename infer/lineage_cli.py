@@ -44,8 +44,8 @@ def resolve(source: str, storage_dir: str) -> tuple[str, str, list[str], dict[st
     """(tracking URI, run id, model lines, the version's tags or None) of what `source` names."""
     import re
 
-    from infer.model_uri import MODEL_URI, model_version, registry_uri, tracking
-    from deca.runs import RUN_FILE, run_folder, read_run_file
+    from deca.runs import MODEL_URI, RUN_FILE, run_folder, read_run_file
+    from infer.model_uri import model_version, registry_uri, tracking
 
     match = MODEL_URI.fullmatch(source)
     if match:

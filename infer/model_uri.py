@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,9 +18,8 @@ from mlflow.exceptions import MlflowException
 
 from deca.config import tracking_uri
 from deca.errors import ConfigError
+from deca.runs import MODEL_URI, URI_FORMS
 
-MODEL_URI = re.compile(r"models:/(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?:/(?P<version>\d+)|@(?P<alias>[A-Za-z0-9_-]+))")
-URI_FORMS = "models:/<name>/<version> or models:/<name>@<alias>"
 
 @contextlib.contextmanager
 def tracking(uri: str):

@@ -36,6 +36,29 @@ def recorded_lineage(uri: str, run_id: str) -> dict[str, Any]:
                               "there is nothing to check the workspace against") from None
 
 
+def registered_run(source: str, uri: str) -> str:
+    """The run name (under train.storage_dir) that trained the registered version `source` (models:/NAME/VERSION
+    or models:/NAME@ALIAS) in the store `uri`: the version's ``deca.run`` tag, set by `deca register`."""
+    from deca.metric_logging import client
+    from deca.runs import MODEL_URI, URI_FORMS
+
+    match = MODEL_URI.fullmatch(source)
+    if match is None:
+        raise ConfigError(f"{source}: expected {URI_FORMS}")
+    mlflow_client = client(uri)
+    try:
+        mv = (mlflow_client.get_model_version_by_alias(match["name"], match["alias"]) if match["alias"]
+              else mlflow_client.get_model_version(match["name"], match["version"]))
+    except Exception:  # noqa: BLE001 - MLflow's error for a missing version or alias
+        raise ConfigError(f"{source}: no such model version in {uri} "
+                          f"(`deca register --list --name {match['name']}` shows its versions)") from None
+    run = (mv.tags or {}).get("deca.run")
+    if not run:
+        raise ConfigError(f"{source}: version {mv.version} does not name the run that trained it (no deca.run tag); "
+                          "reproduce that run by its name")
+    return run
+
+
 def differences(record: Mapping[str, Any], project: Path, params: Mapping[str, Any]) -> list[str]:
     """One line per difference between this workspace and the recorded lineage (none: the same inputs)."""
     from train.tracking import vocab_fingerprint

@@ -4,14 +4,16 @@ Examples:
   deca reproduce pipeline              # a run name under train.storage_dir, or a run directory
   deca reproduce pipeline --force      # retrain even though the workspace differs from the lineage
   deca reproduce pipeline --check      # only list the differences
+  deca reproduce models:/decanlp@champion   # the run that trained a registered version
 
 First every difference between this workspace and what the run recorded when it started (commit, a dirty
 tree, dvc.lock, each processed task/split, the vocabulary, torch/ray versions; train/reproduce.py) is
 listed; any difference stops here unless --force. Then the run is trained again with its recorded params
 and seed, as a new run next to it, and the two best models are compared tensor by tensor: "identical", or
 the largest difference of each tensor that differs (exit status 1). Bit-identical weights are expected on
-the same kind of machine (CPU, same thread count, same versions). Registered versions: reproduce the run
-that `deca lineage models:/NAME@ALIAS` names.
+the same kind of machine (CPU, same thread count, same versions). A registered version (models:/NAME/VERSION
+or models:/NAME@ALIAS, in the store of $MLFLOW_TRACKING_URI) stands for the run that trained it: the run folder
+`deca register` named in its tags must be here.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ SHOWN = 10  # differing tensors printed
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", metavar="RUN", help="a run directory or a run name under train.storage_dir")
+    parser.add_argument("run", metavar="RUN|models:/NAME@ALIAS",
+                        help="a run directory, a run name under train.storage_dir, or a registered model version")
     parser.add_argument("--force", action="store_true", help="retrain even if the workspace differs from the lineage")
     parser.add_argument("--check", action="store_true", help="only compare the workspace with the lineage")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -33,11 +36,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.reproduce import compare_weights, differences, recorded_lineage, retrain
+    from deca.config import tracking_uri
     from deca.runs import RUN_FILE, best_model_path, read_run_file, run_folder
+    from train.reproduce import compare_weights, differences, recorded_lineage, registered_run, retrain
 
     params = params_from_args(args)
-    folder = run_folder(args.run, params.train.storage_dir)
+    run_name = registered_run(args.run, tracking_uri(Path.cwd())) if args.run.startswith("models:/") else args.run
+    folder = run_folder(run_name, params.train.storage_dir)
     info = read_run_file(folder / RUN_FILE)
     if "params" not in info:
         raise ConfigError(f"{folder / RUN_FILE}: the run recorded no params; it cannot be retrained")

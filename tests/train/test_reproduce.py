@@ -1,7 +1,8 @@
 """`deca reproduce` (train/reproduce.py, train/reproduce_cli.py) on a real training run (slow: Ray).
 
 The four-iteration run of tests/train/test_logged_model.py, in its git project: the workspace is as
-recorded; retraining with the recorded params and seed gives a bit-identical best model; a changed dvc.lock
+recorded; registered as a model version, retraining it (`deca reproduce models:/...`) with the recorded params
+and seed gives a bit-identical best model; a changed dvc.lock
 is listed (with the dirty tree) and stops a reproduction unless --force.
 """
 from __future__ import annotations
@@ -20,8 +21,14 @@ def test_the_workspace_is_as_recorded_and_retraining_gives_identical_weights(in_
     capsys.readouterr()
     assert main(["reproduce", "logged", "--check"]) == 0
     assert "workspace: as recorded" in capsys.readouterr().out
-    assert main(["reproduce", "logged", "--no-progress"]) == 0
+    assert main(["register", "--run", "logged", "--name", "repro", "--alias", "champion"]) == 0
+    assert main(["reproduce", "models:/repro@champion", "--no-progress"]) == 0
     assert "identical: the best model of logged-reproduced-" in capsys.readouterr().out
+
+
+def test_a_version_that_is_not_there_is_one_line(in_project, capsys):  # noqa: F811
+    assert main(["reproduce", "models:/nothing@champion", "--check"]) == 1
+    assert "models:/nothing@champion: no such model version in" in capsys.readouterr().err
 
 
 def test_a_changed_dvc_lock_is_listed_and_stops_the_reproduction(in_project, capsys):  # noqa: F811
