@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from deca.checks import check_params
 from deca.errors import ConfigError, DataError
-from deca.io import check_writable, replace_dir, write_json, write_text
+from deca.io import check_writable, file_sha256, replace_dir, write_json, write_text
 from deca.metric_logging import MetricLogger, MLflowLogger, TrackingServerDown, check_server
 from deca.registry import get_task, resolve_tasks
 from deca.schema import read_split
@@ -42,6 +42,7 @@ log = logging.getLogger("deca.evaluate")
 READ_COLUMNS = ["id", "task", "context", "question", "context_tokens", "question_tokens", "answer_tokens", "answer",
                 "answers", "gold"]
 EXAMPLES_IN_REPORT = 3  # per task
+MODEL_FILE = "model.json"  # in a predictions directory: the checkpoint that made it (`made_by`)
 Record = Mapping[str, Any]  # one line of <task>.jsonl: id, prediction, context, question, answer, stats
 
 
@@ -194,7 +195,7 @@ def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Seque
                   run_info: Mapping[str, Any]) -> Written:
     """Predictions, metrics, report, charts (headline.png, figure3.png) and plots at the `evaluate` section's
     paths."""
-    directory = write_predictions_dir(ec.predictions_dir, predictions)
+    directory = write_predictions_dir(ec.predictions_dir, predictions, made_by(checkpoint))
     doc = metrics_document(scored)
     doc.update(checkpoint=str(checkpoint), iteration=extra.get("iteration"), max_examples=ec.max_examples,
                skipped=dict(skipped))
@@ -222,10 +223,20 @@ def training_curves(run_info: Mapping[str, Any], out_dir: str) -> dict[str, Path
         return {}
 
 
-def write_predictions_dir(target: str | Path, predictions: Mapping[str, Sequence[Record]]) -> Path:
+def made_by(checkpoint: Path) -> dict[str, str]:
+    """What made a predictions directory (its MODEL_FILE): the checkpoint file and its sha256, which a
+    registered version's logged model carries too (infer/promotion.py checks the two agree)."""
+    return {"checkpoint": str(checkpoint), "sha256": file_sha256(checkpoint)}
+
+
+def write_predictions_dir(target: str | Path, predictions: Mapping[str, Sequence[Record]],
+                          model: Mapping[str, str] | None = None) -> Path:
     """<task>.jsonl files (id, prediction, then context, question and gold answer side by side) in a fresh
-    directory swapped in for `target`; `deca score` reads the id and the prediction."""
+    directory swapped in for `target`, with MODEL_FILE saying which checkpoint made them; `deca score` reads
+    the id and the prediction."""
     def fill(tmp: Path) -> None:
+        if model is not None:
+            (tmp / MODEL_FILE).write_text(json.dumps(dict(model), indent=1) + "\n", encoding="utf-8")
         for task, records in predictions.items():
             with open(tmp / f"{task}.jsonl", "w", encoding="utf-8") as f:
                 for record in records:

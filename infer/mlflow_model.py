@@ -39,6 +39,7 @@ import mlflow
 import pandas as pd
 
 from deca.errors import DataError, DecaError
+from deca.io import file_sha256
 
 NAME = "model"  # the model's name in its run: runs:/<run id>/model
 ENTRY = Path(__file__).with_name("mlflow_entry.py")
@@ -210,15 +211,6 @@ def input_example(extra: Mapping[str, Any]) -> pd.DataFrame:
     chosen = [t for t in tasks if t in EXAMPLES][:3] or ["sst"]
     return pd.DataFrame([{"id": t, "context": EXAMPLES[t].context, "question": EXAMPLES[t].question}
                          for t in chosen])
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, read in 16 MB chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 24), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 # What a logged model runs, and only that (copied into its code/ folder): the config and text helpers, the

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Sequence
 
 from deca.config import RegisterConfig
-from deca.errors import ConfigError, DecaError
+from deca.errors import ConfigError, DataError, DecaError
 from eval.gate import RULE, evidence, refusal
+from infer.evaluate import MODEL_FILE
+from infer.mlflow_model import CHECKPOINT_TAG
 from infer.model_uri import model_version, registry_uri, tracking
 from infer.registry import alias_holder, check_alias
 
@@ -51,6 +53,8 @@ def gated_promote(name: str, version: str, alias: str, candidate: Sequence[str |
             raise ConfigError(f"models:/{name}@{alias} is gated: give --candidate-predictions DIR (version {version}) "
                               f"and --holder-predictions DIR (version {before}), `deca evaluate --model "
                               f"models:/{name}/N` of each on the same validation examples")
+        check_made_by(client, mv, candidate)
+        check_made_by(client, model_version(client, name, version=before), holder)
         found = evidence(candidate, holder, config.margins, config.replicates, config.seed)
         found.update({"name": name, "alias": alias, "candidate_version": str(version), "holder_version": before})
         log_evidence(client, mv, alias, found)
@@ -59,6 +63,23 @@ def gated_promote(name: str, version: str, alias: str, candidate: Sequence[str |
                                    f"{refusal(found)}")
         client.set_registered_model_alias(name, alias, version)
     return Promotion(before, found)
+
+
+def check_made_by(client, mv, directories: Sequence[str | Path]) -> None:
+    """DataError naming the predictions directory that version `mv`'s model did not make: its MODEL_FILE
+    (written by `deca evaluate`) names another checkpoint than the one the version's logged model holds."""
+    model_id = mv.model_id or (mv.source or "").removeprefix("models:/")  # the store may leave model_id unset
+    want = client.get_logged_model(model_id).tags.get(CHECKPOINT_TAG) if model_id.startswith("m-") else None
+    for directory in map(Path, directories):
+        made = directory / MODEL_FILE
+        if not made.is_file():
+            raise DataError(made, "missing: nothing says which model made these predictions",
+                            fix=f"evaluate version {mv.version} again: deca evaluate --model models:/{mv.name}/{mv.version}")
+        sha = json.loads(made.read_text(encoding="utf-8")).get("sha256")
+        if want is None or sha != want:
+            raise DataError(made, f"these predictions were made by another model than version {mv.version} of "
+                            f"{mv.name} (checkpoint sha256 {str(sha)[:12]}…, the version's {str(want)[:12]}…)",
+                            fix=f"deca evaluate --model models:/{mv.name}/{mv.version}")
 
 
 def interval(diff: dict) -> str:

@@ -25,7 +25,8 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from deca.errors import ConfigError, DataError
-from infer.mlflow_model import CHECKPOINT_TAG, NAME, file_sha256, log_model
+from deca.io import file_sha256
+from infer.mlflow_model import CHECKPOINT_TAG, NAME, log_model
 from deca.runs import RUN_FILE, best_model_path, read_run_file
 from infer.model_uri import model_version, registry_uri, tracking
 

@@ -176,7 +176,7 @@ def test_max_examples_and_predictions_replaced_as_a_whole(setup):
     stale.write_text('{"id": "x", "prediction": "old"}\n')
     scored = evaluate(params, progress=False)
     assert all(r["n"] == 2 for r in scored["results"].values())
-    assert sorted(p.name for p in stale.parent.iterdir()) == ["schema.jsonl", "sst.jsonl"]
+    assert sorted(p.name for p in stale.parent.iterdir()) == ["model.json", "schema.jsonl", "sst.jsonl"]
     assert json.loads(Path(params.evaluate.metrics_path).read_text())["max_examples"] == 2
 
 

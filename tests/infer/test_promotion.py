@@ -9,6 +9,7 @@ better candidate moves the alias and its evidence is in the candidate's run.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from deca.cli import main
 from tests.eval.test_gate import TASKS, changed, holder_correct, write
 from tests.infer.serve.conftest import checkpoint  # noqa: F401  (the trained miniature model)
+from infer.evaluate import MODEL_FILE, made_by
 from tests.infer.test_mlflow_model import make_run
 
 NAME = "gated"
@@ -38,12 +40,13 @@ def store(tmp_path_factory, mini_data, checkpoint):  # noqa: F811
         assert main(["register", "--run", str(run_dir), "--name", NAME]) == 0
     finally:
         mp.undo()
-    return root, uri, json.loads((run_dir / "deca_run.json").read_text())["mlflow_run_id"]
+    return root, uri, json.loads((run_dir / "deca_run.json").read_text())["mlflow_run_id"], checkpoint
 
 
 @pytest.fixture
 def predictions(store, monkeypatch, tmp_path):
-    root, uri, _ = store
+    """{side: a predictions directory}, each saying (model.json) that the versions' checkpoint made it."""
+    root, uri, _, model = store
     monkeypatch.chdir(root)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     correct = {t: holder_correct(k) for k, t in enumerate(TASKS)}
@@ -52,7 +55,10 @@ def predictions(store, monkeypatch, tmp_path):
              "better": {t: changed(c, 80, 5, seed=3) for t, c in correct.items()},
              "mixed": {"sst": changed(correct["sst"], 150, 0, seed=4),
                        "multinli.in.out": changed(correct["multinli.in.out"], 0, 40, seed=5)}}
-    return {side: str(write(tmp_path / side, values)) for side, values in sides.items()}
+    folders = {side: write(tmp_path / side, values) for side, values in sides.items()}
+    for folder in folders.values():
+        (folder / MODEL_FILE).write_text(json.dumps(made_by(model)), encoding="utf-8")
+    return {side: str(folder) for side, folder in folders.items()}
 
 
 def promote(candidate: str, holder: str) -> int:
@@ -78,7 +84,7 @@ def test_a_gated_alias_needs_the_evidence(store, predictions, capsys):
 
 
 def test_the_champion_plus_noise_is_refused(store, predictions, capsys):
-    _, uri, _ = store
+    _, uri, _, _ = store
     assert promote(predictions["noisy"], predictions["holder"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: models:/gated@champion stays on version 1, version 2 "
@@ -91,7 +97,7 @@ def test_the_champion_plus_noise_is_refused(store, predictions, capsys):
 
 
 def test_a_candidate_worse_on_one_task_beyond_its_margin_is_refused(store, predictions, capsys):
-    _, uri, _ = store
+    _, uri, _, _ = store
     assert promote(predictions["mixed"], predictions["holder"]) == 1
     err = capsys.readouterr().err
     assert "version 2 refused: task MNLI (multinli.in.out): candidate - holder = -4.00 [95% " in err
@@ -101,7 +107,7 @@ def test_a_candidate_worse_on_one_task_beyond_its_margin_is_refused(store, predi
 def test_a_clearly_better_candidate_moves_the_alias_with_its_evidence(store, predictions, capsys):
     from deca.metric_logging import client
 
-    _, uri, run_id = store
+    _, uri, run_id, _ = store
     assert promote(predictions["better"], predictions["holder"]) == 0
     out = capsys.readouterr().out
     assert "gate: accepted (decaScore gain +15.00 [95% +" in out and "alias champion -> gated version 2" in out
@@ -110,3 +116,21 @@ def test_a_clearly_better_candidate_moves_the_alias_with_its_evidence(store, pre
     found = json.loads(open(local, encoding="utf-8").read())
     assert found["accepted"] and found["holder_version"] == "1" and set(found["rows"]) == {*TASKS, "decascore"}
     assert np.isclose(found["rows"]["sst"]["diff"]["value"], 7.5)
+
+
+def test_predictions_another_model_made_are_refused_naming_the_file(store, predictions, tmp_path, capsys):
+    from deca.metric_logging import client
+
+    root, uri, _, model = store
+    client(uri).set_registered_model_alias(NAME, "champion", "1")  # as before any test moved it
+    other = tmp_path / "other.pt"
+    other.write_bytes(model.read_bytes() + b"another model")
+    made = Path(predictions["better"]) / MODEL_FILE
+    made.write_text(json.dumps(made_by(other)), encoding="utf-8")
+    assert promote(predictions["better"], predictions["holder"]) == 1
+    err = capsys.readouterr().err
+    assert f"{made}: these predictions were made by another model than version 2 of {NAME}" in err
+    made.unlink()
+    assert promote(predictions["better"], predictions["holder"]) == 1
+    assert f"{made}: missing: nothing says which model made these predictions" in capsys.readouterr().err
+    assert champion(uri) == "1"
