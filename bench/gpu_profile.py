@@ -13,8 +13,8 @@ decoding of 256 examples x 50 steps, EOS suppressed), with `--cuda-graphs` off a
   same ids     greedy decoding chose the same ids with the switch on as with it off (same precision)
 On a CPU, the same phases with the operators that took the most of a training step's time (self CPU time).
 
-    python3 bench/gpu_profile.py --device cuda --raw .gpu/corpora          # on a GPU machine (bench/gpu_check.sh)
-    .venv/bin/python bench/gpu_profile.py --device cpu --configs fp32 --steps 2   # where a CPU step's time goes
+    python3 -m bench.gpu_profile --device cuda --raw .gpu/corpora          # on a GPU machine (bench/gpu_check.sh)
+    .venv/bin/python -m bench.gpu_profile --device cpu --configs fp32 --steps 2   # where a CPU step's time goes
 """
 from __future__ import annotations
 
@@ -28,17 +28,13 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import model as bm  # noqa: E402
-from bench.speedcheck_case import optimizer_step, sync  # noqa: E402
-from mqan import precision as precisions  # noqa: E402
-from mqan.batch import collate  # noqa: E402
-from mqan.model import build_model  # noqa: E402
-from mqan.vectors import VectorSource  # noqa: E402
-from mqan.vocab import EOS_ID  # noqa: E402
+from bench import model as bm
+from bench.speedcheck_case import optimizer_step, sync
+from mqan import precision as precisions
+from mqan.batch import collate
+from mqan.model import build_model
+from mqan.vectors import VectorSource
+from mqan.vocab import EOS_ID
 
 SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch")
