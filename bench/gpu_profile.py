@@ -124,7 +124,7 @@ def phases(model, vocab, data: dict, decode_rows: dict, args, device, precision:
     return out
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     ap.add_argument("--raw", type=Path, default=bm.SHARED, help="corpora mirror (SQuAD dev, SST)")
@@ -142,12 +142,12 @@ def main(argv=None) -> int:
     ap.add_argument("--launch-us", type=float, default=4.0, help="cost of one launch for the floor (default 4 us)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write the rows here")
-    args = ap.parse_args(argv)
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        ap.error("--device cuda: PyTorch sees no CUDA device here")
-    if not (args.raw / "squad" / "dev-v1.1.json").exists():
-        ap.error(f"SQuAD dev not found under {args.raw}; pass --raw <mirror of the corpora>")
+    return ap
+
+
+def setup(args, device: torch.device):
+    """(model, vocab, training rows per task, decoding rows per task): MQAN over the mirror's SQuAD and SST,
+    as bench/model.py builds it, with frozen random 400-d vectors."""
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     data = {"squad": bm.read_task("squad", "validation", args.raw, 3000, 0),
@@ -161,6 +161,18 @@ def main(argv=None) -> int:
                         word_vectors=vectors).to(device)
     with torch.no_grad():
         model.out.bias[EOS_ID] = -1e4  # every decoding runs all --decode-steps steps
+    return model, vocab, data, decode_rows
+
+
+def main(argv=None) -> int:
+    ap = parser()
+    args = ap.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: PyTorch sees no CUDA device here")
+    if not (args.raw / "squad" / "dev-v1.1.json").exists():
+        ap.error(f"SQuAD dev not found under {args.raw}; pass --raw <mirror of the corpora>")
+    model, vocab, data, decode_rows = setup(args, device)
     rows: dict[str, dict] = {}
     ids: dict[tuple[str, str], torch.Tensor] = {}
     trained: set[str] = set()  # precisions whose training steps are profiled (the switch does not change them)
