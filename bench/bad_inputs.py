@@ -5,7 +5,7 @@ records whether it was refused (a DecaError naming the file, line or key) or acc
 the count; exit 1 if any case was accepted. Seconds, no network; the tests cover each case too, and
 bench/faults.py runs them with the later bad inputs, faults and load cases (tests/bench/test_faults.py).
 
-    .venv/bin/python bench/bad_inputs.py
+    .venv/bin/python -m bench.bad_inputs
 """
 from __future__ import annotations
 

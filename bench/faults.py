@@ -13,9 +13,9 @@ Prints one table per group (bad input, fault, load) and "N of M handled"; exit 1
 handled. `--fast` runs the fast cases only (the slow ones are listed as not run); tests/bench/test_faults.py
 runs each fast case as a test.
 
-    .venv/bin/python bench/faults.py --fast
-    .venv/bin/python bench/faults.py            # and the slow tests (minutes: DVC, MLflow, Ray)
-    .venv/bin/python bench/faults.py --skip test_dvc_pipeline   # all but the DVC pipeline's (a full repro)
+    .venv/bin/python -m bench.faults --fast
+    .venv/bin/python -m bench.faults            # and the slow tests (minutes: DVC, MLflow, Ray)
+    .venv/bin/python -m bench.faults --skip test_dvc_pipeline   # all but the DVC pipeline's (a full repro)
 """
 from __future__ import annotations
 
@@ -37,10 +37,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from bench import bad_inputs  # noqa: E402
+from bench import bad_inputs
 
 GROUPS = ("bad input", "fault", "load")
 FIXTURES = ROOT / "tests" / "fixtures"

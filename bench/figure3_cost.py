@@ -5,7 +5,7 @@ and with the per-source probabilities too (`deca predict`: explain=True), side b
 The three ways run in turn on the same batches (after a warm-up batch, in a rotating order), `--repeats`
 times; the least CPU time of each is kept (one thread; CPU time, since the machine is shared). Their answers must be identical (the weights are read from what greedy decoding computes anyway).
 
-    .venv/bin/python bench/figure3_cost.py \\
+    .venv/bin/python -m bench.figure3_cost \\
         --checkpoint checkpoints/readme-experiment/checkpoints/fully-joint-20261123-145101/best/model.pt \\
         --processed checkpoints/readme-experiment/processed --vocab checkpoints/readme-experiment/vocab.txt
 """

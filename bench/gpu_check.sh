@@ -11,7 +11,7 @@
 #   4. train.txt     short SST training runs (bf16, GloVe recipe) with train.bucketing budget / exact, if time is left
 # Knobs: ROUNDS, STEPS, MINUTES, BUDGET_S, TEST_ARGS, SC_VARIANTS (graphs_all: one variant, every case, with the
 # switch on), SPEEDCHECK_FIRST=1, PROFILE_CONFIGS, PROFILE_ARGS, TRAIN_BUCKETING ("" skips the training runs).
-# Prepare here with `.venv/bin/python bench/gpu_pack.py` (fills the git-ignored .gpu/), carry .gpu, then on the
+# Prepare here with `.venv/bin/python -m bench.gpu_pack` (fills the git-ignored .gpu/), carry .gpu, then on the
 # GPU machine `bash bench/gpu_check.sh`. Rehearse here, small: OUT=/tmp/gco DEVICE=cpu ROUNDS=1 STEPS=1 MINUTES=0.1
 #   PROFILE_ARGS="--budget 1500 --decode-batch 16 --decode-steps 5 --warmup 1" SC_WORK=<a WORK built with STEPS=1>
 #   CASES="train:sst decode:sst" bash bench/gpu_check.sh
@@ -63,7 +63,7 @@ speedcheck() {
 }
 
 profile() {
-  stage profile "$OUT/profile.txt" 200 $PY bench/gpu_profile.py --device "$DEVICE" --raw .gpu/corpora --steps "$STEPS" \
+  stage profile "$OUT/profile.txt" 200 $PY -m bench.gpu_profile --device "$DEVICE" --raw .gpu/corpora --steps "$STEPS" \
     --warmup 3 --configs "${PROFILE_CONFIGS:-fp32,fp32+graphs,bf16,bf16+graphs}" --bucketing budget,exact \
     --json "$OUT/profile.json" ${PROFILE_ARGS:-}
 }
@@ -71,7 +71,7 @@ profile() {
 if [ -n "${SPEEDCHECK_FIRST:-}" ]; then speedcheck; profile; else profile; speedcheck; fi
 
 for bucketing in ${TRAIN_BUCKETING-budget exact}; do
-  stage "SST $MINUTES min, bucketing $bucketing" "$OUT/train.txt" 120 $PY experiments/sst_ablation.py --device "$DEVICE" \
+  stage "SST $MINUTES min, bucketing $bucketing" "$OUT/train.txt" 120 $PY -m experiments.sst_ablation --device "$DEVICE" \
     --minutes "$MINUTES" --every 200 --ema 0.99 --workdir .gpu/work --overlay infra/params/glove.yaml \
     --set model.word_vectors=.gpu/glove --set train.precision=bf16 --set train.bucketing=$bucketing \
     --set train.cuda_graphs=true --threads 8

@@ -1,14 +1,14 @@
 """Pack what the GPU checks need into `.gpu/` (git-ignored), for a GPU machine that has PyTorch but none of
 this project's other dependencies and no network: the corpora files bench/model.py reads, the processed
---tasks (SST by default) and vocabulary of experiments/experiment_sst.py's workdir, the GloVe 6B 50d rows of
-that vocabulary's and those tasks' tokens (the packaged matrix is 77 MB; the subset holds the vector of every
+--tasks (SST by default) and vocabulary of the experiments' workdir (experiments/workdir.py), the GloVe 6B
+50d rows of that vocabulary's and those tasks' tokens (the packaged matrix is 77 MB; the subset holds the vector of every
 token the runs look up, so they see the same inputs), the pure-Python packages it lacks (revtok, nltk,
 rouge_score), and the side-by-side harness ../shared/speedcheck with its batches built here. Then, on the GPU
 machine, in the repository root, `bash bench/gpu_check.sh` (it writes its results to $OUT, or to .gpu/out),
 or a grid such as experiments/table2.sh with WORKDIR=.gpu/work SET=model.word_vectors=.gpu/glove.
 
-    .venv/bin/python bench/gpu_pack.py                     # prepares the workdir's data first if needed
-    .venv/bin/python bench/gpu_pack.py --tasks woz.en,srl  # what the Table 2 grid needs; then carry .gpu
+    .venv/bin/python -m bench.gpu_pack                     # prepares the workdir's data first if needed
+    .venv/bin/python -m bench.gpu_pack --tasks woz.en,srl  # what the Table 2 grid needs; then carry .gpu
 
 Nothing here is committed: `.gpu/` holds copies of ../shared/corpora files.
 """
@@ -25,10 +25,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from mqan.vectors import MATRIX, WORDS, open_source
 
-from mqan.vectors import MATRIX, WORDS, open_source  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # pure-Python packages the runs import that the GPU image lacks (revtok: tokenizing; the last two: ROUGE,
 # which eval/metrics imports; their own needs, absl, six, regex, are in the image)
@@ -73,7 +72,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--raw", type=Path, default=ROOT.parent / "shared" / "corpora", help="the corpora mirror")
     ap.add_argument("--workdir", type=Path, default=ROOT / "checkpoints" / "readme-experiment",
-                    help="experiment_sst.py's workdir (processed/ and vocab.txt)")
+                    help="the experiments' workdir (experiments/workdir.py: processed/ and vocab.txt)")
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu")
     ap.add_argument("--speedcheck", type=Path, default=ROOT.parent / "shared" / "speedcheck",
                     help="the side-by-side harness with the original MQAN (default: %(default)s)")
@@ -81,8 +80,9 @@ def main() -> int:
     args = ap.parse_args()
     tasks = args.tasks.split(",")
     if not all((args.workdir / "processed" / t / "train").is_dir() for t in tasks):
-        sys.path.insert(0, str(ROOT / "experiments"))
-        from experiment_sst import prepare  # deca prepare + the vocabulary, as the README experiment does
+        # bench -> experiments edge, kept on purpose: the pack carries the experiments' workdir, so it prepares
+        # it as they do (deca prepare + the vocabulary); experiments/workdir.py is the one module bench imports
+        from experiments.workdir import prepare
 
         prepare(args.workdir.resolve())
     absent = [rel for rel in CORPORA if not (args.raw / rel).is_file()]

@@ -13,8 +13,8 @@ decoding of 256 examples x 50 steps, EOS suppressed), with `--cuda-graphs` off a
   same ids     greedy decoding chose the same ids with the switch on as with it off (same precision)
 On a CPU, the same phases with the operators that took the most of a training step's time (self CPU time).
 
-    python3 bench/gpu_profile.py --device cuda --raw .gpu/corpora          # on a GPU machine (bench/gpu_check.sh)
-    .venv/bin/python bench/gpu_profile.py --device cpu --configs fp32 --steps 2   # where a CPU step's time goes
+    python3 -m bench.gpu_profile --device cuda --raw .gpu/corpora          # on a GPU machine (bench/gpu_check.sh)
+    .venv/bin/python -m bench.gpu_profile --device cpu --configs fp32 --steps 2   # where a CPU step's time goes
 """
 from __future__ import annotations
 
@@ -28,17 +28,13 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import model as bm  # noqa: E402
-from bench.speedcheck_case import optimizer_step, sync  # noqa: E402
-from mqan import precision as precisions  # noqa: E402
-from mqan.batch import collate  # noqa: E402
-from mqan.model import build_model  # noqa: E402
-from mqan.vectors import VectorSource  # noqa: E402
-from mqan.vocab import EOS_ID  # noqa: E402
+from bench import model as bm
+from bench.speedcheck_case import optimizer_step, sync
+from mqan import precision as precisions
+from mqan.batch import collate
+from mqan.model import build_model
+from mqan.vectors import VectorSource
+from mqan.vocab import EOS_ID
 
 SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch")
@@ -128,7 +124,7 @@ def phases(model, vocab, data: dict, decode_rows: dict, args, device, precision:
     return out
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     ap.add_argument("--raw", type=Path, default=bm.SHARED, help="corpora mirror (SQuAD dev, SST)")
@@ -146,12 +142,12 @@ def main(argv=None) -> int:
     ap.add_argument("--launch-us", type=float, default=4.0, help="cost of one launch for the floor (default 4 us)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write the rows here")
-    args = ap.parse_args(argv)
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        ap.error("--device cuda: PyTorch sees no CUDA device here")
-    if not (args.raw / "squad" / "dev-v1.1.json").exists():
-        ap.error(f"SQuAD dev not found under {args.raw}; pass --raw <mirror of the corpora>")
+    return ap
+
+
+def setup(args, device: torch.device):
+    """(model, vocab, training rows per task, decoding rows per task): MQAN over the mirror's SQuAD and SST,
+    as bench/model.py builds it, with frozen random 400-d vectors."""
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     data = {"squad": bm.read_task("squad", "validation", args.raw, 3000, 0),
@@ -165,6 +161,18 @@ def main(argv=None) -> int:
                         word_vectors=vectors).to(device)
     with torch.no_grad():
         model.out.bias[EOS_ID] = -1e4  # every decoding runs all --decode-steps steps
+    return model, vocab, data, decode_rows
+
+
+def main(argv=None) -> int:
+    ap = parser()
+    args = ap.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: PyTorch sees no CUDA device here")
+    if not (args.raw / "squad" / "dev-v1.1.json").exists():
+        ap.error(f"SQuAD dev not found under {args.raw}; pass --raw <mirror of the corpora>")
+    model, vocab, data, decode_rows = setup(args, device)
     rows: dict[str, dict] = {}
     ids: dict[tuple[str, str], torch.Tensor] = {}
     trained: set[str] = set()  # precisions whose training steps are profiled (the switch does not change them)

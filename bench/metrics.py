@@ -1,6 +1,6 @@
 """Benchmark of the metric suite on the largest real sets we have, and ROUGE with 1 vs 2 processes.
 
-    .venv/bin/python bench/metrics.py [--corpora ../shared/corpora] [--rouge-n 2000]
+    .venv/bin/python -m bench.metrics [--corpora ../shared/corpora] [--rouge-n 2000]
 
 Part 1 times `eval.api.score_task` (the task's whole suite: headline family + em/nem/nf1) on real gold
 rows read with the task modules (SQuAD dev, MRQA SQuAD dev, QA-SRL dev, SST dev, WOZ validation, the

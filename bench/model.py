@@ -14,10 +14,10 @@ malloc thresholds (the allocator setting's effect, mqan/allocator.py). Ratios ar
 the same run. Against the original, use ../shared/speedcheck (bench/speedcheck_case.py is this project's
 side of it): a ratio against figures measured elsewhere is not a measurement.
 
-    .venv/bin/python bench/model.py                           # all configurations, 3 timed steps each
-    .venv/bin/python bench/model.py --configs fp32,bf16 --steps 10
-    .venv/bin/python bench/model.py --phases --precision bf16 # where the time goes (each phase's share)
-    python3 bench/model.py --device cuda --steps 20 --warmup 3  # on a GPU: adds TFLOP/s and MFU per row
+    .venv/bin/python -m bench.model                           # all configurations, 3 timed steps each
+    .venv/bin/python -m bench.model --configs fp32,bf16 --steps 10
+    .venv/bin/python -m bench.model --phases --precision bf16 # where the time goes (each phase's share)
+    python3 -m bench.model --device cuda --steps 20 --warmup 3  # on a GPU: adds TFLOP/s and MFU per row
 """
 from __future__ import annotations
 
@@ -43,9 +43,16 @@ from mqan.vocab import EOS_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
-sys.path.insert(0, str(ROOT))
-from bench.speedcheck_case import optimizer_step, speedcheck_case  # noqa: E402,F401  (the harness calls bench.model.speedcheck_case)
-from mqan import precision as precisions  # noqa: E402
+
+
+def with_root_on_path() -> dict[str, str]:
+    """The environment with this tree first on PYTHONPATH, so that a child `python -m bench.model` imports this
+    checkout's packages from any working directory (relative paths in its arguments stay the caller's)."""
+    import os
+
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+from bench.speedcheck_case import optimizer_step, speedcheck_case  # noqa: F401  (the harness calls bench.model.speedcheck_case)
+from mqan import precision as precisions
 
 CONFIGS = {"fp32": ("fp32", False), "bf16": ("bf16", False), "int8": ("int8", False),
            "fp32-glibc-malloc": ("fp32", True)}  # name -> (precision, glibc's default malloc)
@@ -380,8 +387,8 @@ def run_children(args, argv) -> int:
         raise SystemExit(f"--configs: unknown {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
     results = {}
     for name in names:
-        out = subprocess.run([sys.executable, __file__, *argv, "--config", name], check=True, stdout=subprocess.PIPE,
-                             text=True).stdout
+        out = subprocess.run([sys.executable, "-m", "bench.model", *argv, "--config", name], check=True,
+                             stdout=subprocess.PIPE, text=True, env=with_root_on_path()).stdout
         results[name] = dict(json.loads(out.strip().splitlines()[-1]))
     print_table(results, args)
     return 0

@@ -5,7 +5,7 @@ QA-SRL): read raw records -> (context, question, answer) -> normalize, lowercase
 shards of the processed schema (the same bytes). Each variant runs in its own fresh Python process, so
 that its peak RSS (getrusage ru_maxrss; for the runners with worker processes also the largest worker's) is its own.
 
-    .venv/bin/python bench/prepare.py [--corpora ../shared/corpora] [--repeat 1] [--variants plain,beam-mp2]
+    .venv/bin/python -m bench.prepare [--corpora ../shared/corpora] [--repeat 1] [--variants plain,beam-mp2]
 
 Variants:
   plain         the reference: a loop calling `pipelines.rows.to_row` per example, a Parquet file per
@@ -182,7 +182,7 @@ def main() -> int:
     # Round-robin over the variants, so that a change in the machine's load hits them alike.
     for _ in range(args.repeat):
         for variant in variants:
-            proc = subprocess.run([sys.executable, __file__, "--child", variant, "--corpora", str(args.corpora),
+            proc = subprocess.run([sys.executable, "-m", "bench.prepare", "--child", variant, "--corpora", str(args.corpora),
                                    "--rows-per-shard", str(args.rows_per_shard)],
                                   capture_output=True, text=True, env=env, cwd=ROOT)
             if proc.returncode != 0:

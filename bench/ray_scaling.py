@@ -10,9 +10,9 @@ of each Ray fit also includes Ray's fixed cost (cluster start, worker group, tea
 Data: the real corpora in ../shared/corpora when present (else the bundled miniature fixtures), run
 through pipelines.rows.to_row into a temporary processed directory (no Beam).
 
-    .venv/bin/python bench/ray_scaling.py                           # SST, paper model (d=200), 12 iterations
-    .venv/bin/python bench/ray_scaling.py --dimension 64 --iterations 40 --tasks sst woz.en
-    .venv/bin/python bench/ray_scaling.py --precision bf16 --iterations 24
+    .venv/bin/python -m bench.ray_scaling                           # SST, paper model (d=200), 12 iterations
+    .venv/bin/python -m bench.ray_scaling --dimension 64 --iterations 40 --tasks sst woz.en
+    .venv/bin/python -m bench.ray_scaling --precision bf16 --iterations 24
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Benchmark: `deca prepare` and the training data loader at 1x, 4x and 16x of a base corpus size (issue 15).
 
-    .venv/bin/python bench/scale.py [--base 0.02] [--multiples 1,4,16] [--work /tmp/deca-scale]
+    .venv/bin/python -m bench.scale [--base 0.02] [--multiples 1,4,16] [--work /tmp/deca-scale]
                                     [--beam-args="--direct_num_workers=2 --direct_running_mode=multi_processing"]
                                     [--dask-workers 2]
 
@@ -40,8 +40,7 @@ from typing import Sequence
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from bench import synth_corpora as synth  # noqa: E402
+from bench import synth_corpora as synth
 
 BIN = ROOT / ".venv" / "bin"
 TASKS = synth.TASKS  # corpus -> task
@@ -175,7 +174,7 @@ def run_size(work: Path, fraction: float, seed: int, beam_args: list[str], timeo
     processed = work / "processed"
     train_examples = sum(split_counts(processed, t)[1] for t in tasks) if "loader" in steps else 0
     if "loader" in steps:
-        m = measure([str(BIN / "python"), str(Path(__file__).resolve()), "--loader", str(processed), "--tasks", *tasks],
+        m = measure([str(BIN / "python"), "-m", "bench.scale", "--loader", str(processed), "--tasks", *tasks],
                     ROOT, timeout)
         results["loader"] = {**m, **json.loads(m["stdout"].strip().splitlines()[-1]), "examples": train_examples}
     return results

@@ -11,8 +11,8 @@ Scenarios: one question per call from 1 client (latency alone), one question per
 (the batching queue coalesces them), 8 questions per call from 4 clients.
 Questions: the example inputs (infer/serve/examples.py) of --tasks, in turn.
 
-    .venv/bin/python bench/serve.py                               # the README model (SST, WOZ, QA-SRL, MWSC)
-    .venv/bin/python bench/serve.py --checkpoint model.pt --calls 100 --seconds 30
+    .venv/bin/python -m bench.serve                               # the README model (SST, WOZ, QA-SRL, MWSC)
+    .venv/bin/python -m bench.serve --checkpoint model.pt --calls 100 --seconds 30
 """
 from __future__ import annotations
 

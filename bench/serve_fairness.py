@@ -9,24 +9,21 @@ idle, then while one maximal legal call is in flight (`--max-requests` contexts 
 characters), and prints p50 / p99 / max of the small calls and how long the large call took. Every loop is
 bounded by `--small` calls and `--seconds`.
 
-    .venv/bin/python bench/serve_fairness.py --checkpoint checkpoints/pipeline/best/model.pt
-    .venv/bin/python bench/serve_fairness.py --checkpoint model.pt --max-requests 64 --max-chars 20000
+    .venv/bin/python -m bench.serve_fairness --checkpoint checkpoints/pipeline/best/model.pt
+    .venv/bin/python -m bench.serve_fairness --checkpoint model.pt --max-requests 64 --max-chars 20000
 """
 from __future__ import annotations
 
 import argparse
 import random
 import statistics
-import sys
 import threading
 import time
-from pathlib import Path
 
 import requests
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from bench.serve import free_port, start, stop  # noqa: E402
+from bench.serve import free_port, start, stop
+
 SMALL = {"context": "the movie was a delight from start to finish .",
          "question": "Is this review negative or positive?"}
 UNBUDGETED = 10**9

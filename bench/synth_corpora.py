@@ -1,6 +1,6 @@
 """Synthetic corpora in the official raw formats, at the real sizes of the paper's Table 1 (or a fraction).
 
-    .venv/bin/python bench/synth_corpora.py --out /tmp/deca-corpora [--fraction 1.0] [--seed 0]
+    .venv/bin/python -m bench.synth_corpora --out /tmp/deca-corpora [--fraction 1.0] [--seed 0]
     .venv/bin/deca prepare --tasks squad cnn_dailymail multinli.in.out zre --mirror /tmp/deca-corpora
 
 Writes a mirror laid out like ../shared/corpora (what `deca prepare --mirror` and `deca download

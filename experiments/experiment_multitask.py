@@ -1,30 +1,26 @@
 """README experiment, part 2: fully joint MQAN on SST, WOZ, QA-SRL and MWSC against single-task runs.
 
-Unlike `experiment_sst.py multitask` (same budget for every run), each run gets its own time budget
-here, so that a fixed wall-clock allowance can be split: `--joint-minutes` for the fully joint run and
-`--single-minutes` for each single-task run of `--single-tasks` (SST single-task usually comes from the
-30-minute curve of `experiment_sst.py sst`, read back with `--sst-report`). Data, vocabulary, workdir and
-overrides are those of `experiment_sst.py` (same processed data and vocabulary, so the runs compare).
+Unlike `python -m experiments.experiment_sst multitask` (same budget for every run), each run gets its
+own time budget here, so that a fixed wall-clock allowance can be split: `--joint-minutes` for the fully
+joint run and `--single-minutes` for each single-task run of `--single-tasks` (SST single-task usually comes
+from the 30-minute curve of `python -m experiments.experiment_sst sst`, read back with `--sst-report`).
+Data, vocabulary, workdir and overrides are those of `experiment_sst` (experiments/workdir.py: same
+processed data and vocabulary, so the runs compare).
 
 Writes <workdir>/report-multitask.json: per run the MLflow id, iterations and minutes reached, the
 validation curve of each task and the best checkpoint's headline metrics.
 
-    .venv/bin/python experiments/experiment_multitask.py --joint-minutes 18 --single-minutes 5 \\
+    .venv/bin/python -m experiments.experiment_multitask --joint-minutes 18 --single-minutes 5 \\
         --set train.warmup=200 --set train.val_every=100
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import os
 from pathlib import Path
 
-from deca.config import load_params
-
-import experiment_sst as ex  # a sibling script (experiments/ is on sys.path)
-
-ROOT = Path(__file__).resolve().parents[1]
+from experiments import workdir as ex
+from experiments.workdir import ROOT
 
 
 def summarize(outcome, tasks: list[str]) -> dict:
@@ -51,18 +47,8 @@ def main() -> None:
     ap.add_argument("--report", default="report-multitask.json", help="report file name in the workdir")
     args = ap.parse_args()
 
-    from deca.config import parse_overrides
-
     workdir = Path(args.workdir).resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir / 'mlflow.db'}")
-    processed, vocab = ex.prepare(workdir)
-    overrides = {"train.val_every": 50, "train.save_every": 200, "train.log_every": 10,
-                 "train.num_workers": 2, "train.cpus_per_worker": 1.0, **ex.overlay_overrides(args.overlay),
-                 **parse_overrides(args.overrides)}
-    params = load_params(args.params, overrides=overrides)
-    params = dataclasses.replace(params, data=dataclasses.replace(
-        params.data, processed_dir=str(processed), vocab_path=str(vocab)))
+    params, overrides = ex.workdir_params(workdir, args.params, args.overlay, args.overrides)
 
     out_path = workdir / args.report
     report = json.loads(out_path.read_text()) if out_path.exists() else {}

@@ -1,12 +1,12 @@
 """Small result files of the README experiment for docs/results/ (plots, CSV, JSON; no checkpoints).
 
-Reads the reports that `experiment_sst.py sst` and `experiment_multitask.py` write into their workdir and
+Reads the reports that `python -m experiments.experiment_sst sst` and `python -m experiments.experiment_multitask` write into their workdir and
 writes:
   docs/results/sst_single_task.{png,csv,json}  validation EM vs iteration and minutes (SST single-task)
   docs/results/multitask_curves.png            per-task validation headline vs iteration, joint vs single
   docs/results/multitask.json                  the per-run numbers behind docs/results/multitask.md
 
-    .venv/bin/python experiments/experiment_plot.py
+    .venv/bin/python -m experiments.experiment_plot
 """
 from __future__ import annotations
 

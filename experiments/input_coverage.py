@@ -8,7 +8,7 @@ batches and comparing each token's frozen features with its vector in the source
 that have a vector but do not get it (target 0%), and the share that have none (they still get their own
 char n-gram features).
 
-    .venv/bin/python experiments/input_coverage.py --processed checkpoints/readme-experiment/processed \\
+    .venv/bin/python -m experiments.input_coverage --processed checkpoints/readme-experiment/processed \\
         --vocab checkpoints/readme-experiment/vocab.txt
 """
 from __future__ import annotations

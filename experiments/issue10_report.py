@@ -5,7 +5,7 @@ run is round-robin over four tasks, one batch each per round: own batches = iter
 table before (the README's earlier runs) / after, with the joint run compared to single-task at the same
 number of own batches.
 
-    .venv/bin/python experiments/issue10_report.py          # -> docs/results/issue10.{md,png,json}
+    .venv/bin/python -m experiments.issue10_report          # -> docs/results/issue10.{md,png,json}
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def refresh_curve(report: dict, task: str) -> None:
     has more points than its report). Minutes are training time: a pause between two validations longer
     than 3 minutes (the run was stopped, then resumed) counts as 3 minutes."""
     from deca.metric_logging import client
-    from experiment_sst import headline_history
+    from experiments.workdir import headline_history
 
     c = client(f"sqlite:///{WORK / 'mlflow.db'}")
     start = c.get_run(report["mlflow_run_id"]).info.start_time

@@ -8,13 +8,13 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 export RAY_USAGE_STATS_ENABLED=0 RAY_AUTH_MODE=disabled RAY_TRAIN_ENABLE_PREEMPTION_WATCHER=0 PYTHONHASHSEED=0
 O=(--overlay infra/params/glove.yaml)
-$PY experiments/experiment_sst.py single --task sst --minutes "${SST_MINUTES:-15}" "${O[@]}" --set train.val_every=100
-$PY experiments/experiment_sst.py single --task srl --minutes "${SRL_MINUTES:-20}" "${O[@]}" --set train.val_every=200
+$PY -m experiments.experiment_sst single --task sst --minutes "${SST_MINUTES:-15}" "${O[@]}" --set train.val_every=100
+$PY -m experiments.experiment_sst single --task srl --minutes "${SRL_MINUTES:-20}" "${O[@]}" --set train.val_every=200
 # QA-SRL was still climbing: continue that run (same settings, same MLflow run) for 10 more minutes
 SRL_RUN=$(ls -t checkpoints/readme-experiment/checkpoints | grep '^srl-single-' | head -1)
 .venv/bin/deca train --resume "$SRL_RUN" --set train.storage_dir=checkpoints/readme-experiment/checkpoints \
     --set train.max_minutes=10 --no-progress
-$PY experiments/experiment_sst.py single --task woz.en --minutes "${WOZ_MINUTES:-12}" "${O[@]}" --set train.val_every=200
-$PY experiments/experiment_sst.py single --task schema --minutes "${MWSC_MINUTES:-5}" "${O[@]}" --set train.val_every=100
-$PY experiments/experiment_multitask.py --joint-minutes "${JOINT_MINUTES:-25}" --single-tasks "${O[@]}" \
+$PY -m experiments.experiment_sst single --task woz.en --minutes "${WOZ_MINUTES:-12}" "${O[@]}" --set train.val_every=200
+$PY -m experiments.experiment_sst single --task schema --minutes "${MWSC_MINUTES:-5}" "${O[@]}" --set train.val_every=100
+$PY -m experiments.experiment_multitask --joint-minutes "${JOINT_MINUTES:-25}" --single-tasks "${O[@]}" \
     --set train.val_every=250 --report report-glove-multitask.json

@@ -5,7 +5,7 @@ For each model (a run folder or a model file) and each task it was validated on,
 processed validation split once per precision (mqan/decode.py, as `deca evaluate --precision` does),
 scores every precision with eval.api, and counts the answers identical to fp32's.
 
-    .venv/bin/python experiments/precision_agreement.py checkpoints/readme-experiment/checkpoints/<run> ... \\
+    .venv/bin/python -m experiments.precision_agreement checkpoints/readme-experiment/checkpoints/<run> ... \\
         --processed checkpoints/readme-experiment/processed [--precisions fp32,bf16,int8] [--out table.md]
 """
 from __future__ import annotations
@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def agreement(model_path: Path, processed: Path, precisions: list[str], batch_size: int, threads: int) -> list[dict]:

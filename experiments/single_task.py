@@ -5,12 +5,12 @@ against fp32 (issue 27), one Table 2 variant against another (`--set model.varia
 when train.ema_decay is set); the best model goes to <out>/best/model.pt and the curve to <out>/curve.json.
 
     # the README's GloVe recipe on SST, fp32 and bf16 at once (one core each), then the comparison
-    for p in fp32 bf16; do .venv/bin/python experiments/single_task.py run --task sst --iterations 1200 \\
+    for p in fp32 bf16; do .venv/bin/python -m experiments.single_task run --task sst --iterations 1200 \\
         --val-every 100 --precision $p --overlay infra/params/glove.yaml --out checkpoints/precision/sst-$p & done; wait
-    .venv/bin/python experiments/single_task.py compare checkpoints/precision/sst-fp32 \\
+    .venv/bin/python -m experiments.single_task compare checkpoints/precision/sst-fp32 \\
         checkpoints/precision/sst-bf16 --png docs/results/precision_sst.png
 
-Data: experiments/experiment_sst.py's workdir (prepared on first use: SST, WOZ, QA-SRL and MWSC).
+Data: the experiments' workdir (experiments/workdir.py) (prepared on first use: SST, WOZ, QA-SRL and MWSC).
 """
 from __future__ import annotations
 
@@ -27,11 +27,8 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
-
-from deca.metric_logging import MemoryLogger  # noqa: E402
+from deca.metric_logging import MemoryLogger
+from experiments.workdir import ROOT
 
 
 class TimedLogger(MemoryLogger):
@@ -97,7 +94,7 @@ def run(args) -> int:
     state in <out>/state (and the curve so far in <out>/curve.partial.json); the same command continues it."""
     import torch
 
-    import experiment_sst as ex
+    from experiments import workdir as ex
     from deca.config import load_params, parse_overrides
     from deca.io import write_json
     from train.distributed import Distributed
@@ -165,7 +162,7 @@ def compare(args) -> int:
     missing = [d for d in args.runs if not (Path(d) / "curve.json").is_file()]
     if missing:
         raise SystemExit(f"error: no curve.json in {', '.join(missing)}: the run has not finished (rerun it with "
-                         "`experiments/single_task.py run ... --out <folder>`)")
+                         "`python -m experiments.single_task run ... --out <folder>`)")
     runs = [json.loads((Path(d) / "curve.json").read_text(encoding="utf-8")) for d in args.runs]
     shortest = min(r["curve"][-1]["minutes"] for r in runs)
     print(f"| task | variant | precision | seed | iterations | best headline (iteration, min) "

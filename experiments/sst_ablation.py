@@ -1,17 +1,17 @@
 """Quick single-process SST runs for comparing settings (the ablations behind the README's SST recipe).
 
 A plain training loop (no Ray, one thread, so two settings can run side by side on 2 cores) over the
-processed SST and vocabulary of `experiment_sst.py`'s workdir, training with `deca train`'s own step
+processed SST and vocabulary of the experiments' workdir (experiments/workdir.py), training with `deca train`'s own step
 (train/recipe.py, in-process). Every --every iterations it decodes the full validation split greedily and
 prints the EM, and, with --ema (train.ema_decay), the EM of the moving average of the weights. Lines also
 go to --log.
 
-    .venv/bin/python experiments/sst_ablation.py --minutes 11 --overlay infra/params/from_scratch.yaml
-    .venv/bin/python experiments/sst_ablation.py --minutes 11 --overlay infra/params/from_scratch.yaml \\
+    .venv/bin/python -m experiments.sst_ablation --minutes 11 --overlay infra/params/from_scratch.yaml
+    .venv/bin/python -m experiments.sst_ablation --minutes 11 --overlay infra/params/from_scratch.yaml \\
         --set model.char_ngram_dim=0                         # the recipe without char n-grams
-    .venv/bin/python experiments/sst_ablation.py --minutes 8 --set model.embedding_init_std=1.0   # the old init
+    .venv/bin/python -m experiments.sst_ablation --minutes 8 --set model.embedding_init_std=1.0   # the old init
 
-Run `experiment_sst.py sst` once first (it prepares the workdir's data and vocabulary).
+Run `python -m experiments.experiment_sst sst` once first (it prepares the workdir's data and vocabulary).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main() -> None:
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--minutes", type=float, default=10.0, help="training time (default: %(default)s)")
     ap.add_argument("--every", type=int, default=100, help="validate every N iterations (default: %(default)s)")
@@ -38,28 +38,39 @@ def main() -> None:
                     "the peak GPU memory and an MFU estimate against --peak-tflops")
     ap.add_argument("--peak-tflops", type=float, default=989.0,
                     help="the device's dense bf16 peak for the MFU estimate (default 989: H100/H200 SXM)")
-    args = ap.parse_args()
+    return ap.parse_args()
 
+
+def build_recipe(args):
+    """The in-process recipe of `deca train` on the workdir's SST, with the ablation's settings."""
     import torch
 
-    import experiment_sst as ex
     from deca.config import load_params, parse_overrides
-    from train.data import read_share
+    from experiments.workdir import overlay_overrides
     from train.distributed import Distributed
-    from mqan.decode import decode
     from train.recipe import local_recipe
 
     work = Path(args.workdir)
     if not (work / "processed" / "sst" / "train").is_dir():
-        sys.exit(f"no processed SST in {work}: run experiments/experiment_sst.py sst first")
+        sys.exit(f"no processed SST in {work}: run `python -m experiments.experiment_sst sst` first")
     overrides = {"data.processed_dir": str(work / "processed"), "data.vocab_path": str(work / "vocab.txt"),
                  "train.lr": 0.001, "train.warmup": 200, "train.token_budget": 5000,
-                 **ex.overlay_overrides(args.overlay), "train.ema_decay": args.ema, **parse_overrides(args.overrides)}
+                 **overlay_overrides(args.overlay), "train.ema_decay": args.ema, **parse_overrides(args.overrides)}
     params = load_params(ROOT / "params.yaml", overrides=overrides)
     torch.set_num_threads(args.threads)
-    recipe = local_recipe(params, ["sst"], dist=Distributed(device=torch.device(args.device)))
+    return local_recipe(params, ["sst"], dist=Distributed(device=torch.device(args.device)))
+
+
+def main() -> None:
+    args = parse_args()
+    import torch
+
+    from mqan.decode import decode
+    from train.data import read_share
+
+    recipe = build_recipe(args)
     model, vocab = recipe.core, recipe.vocab
-    val = read_share(params.data.processed_dir, "sst", "validation").to_pylist()
+    val = read_share(recipe.params.data.processed_dir, "sst", "validation").to_pylist()
 
     def em() -> float:
         answers = decode(model, vocab, val, 256, 5, recipe.device)  # greedy() switches to eval mode and back
@@ -105,7 +116,7 @@ def measure_flops(recipe) -> float:
 
     import torch
 
-    sys.path.insert(0, str(ROOT))
+    # experiments -> bench edge, kept on purpose: the FLOP count is bench/model.py's, the one the speed pages use
     from bench.model import step_flops
     from mqan.batch import collate
 

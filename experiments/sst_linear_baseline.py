@@ -3,9 +3,9 @@
 Features: the set of unigrams and bigrams of each (processed, lowercased, revtok) training sentence,
 scaled by naive-Bayes log-count ratios (Wang & Manning 2012), then an L2-regularized logistic regression
 fitted with L-BFGS. Prints validation accuracy (= EM of "positive"/"negative") for a few regularization
-strengths. Reads the processed SST of `experiment_sst.py`'s workdir.
+strengths. Reads the processed SST of the experiments' workdir (experiments/workdir.py).
 
-    .venv/bin/python experiments/sst_linear_baseline.py
+    .venv/bin/python -m experiments.sst_linear_baseline
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def main() -> None:
 
     processed = Path(args.workdir) / "processed"
     if not (processed / "sst" / "train").is_dir():
-        sys.exit(f"no processed SST in {processed}: run experiments/experiment_sst.py sst first")
+        sys.exit(f"no processed SST in {processed}: run `python -m experiments.experiment_sst sst` first")
     splits = {s: read_share(processed, "sst", s).to_pylist() for s in ("train", "validation")}
     index: dict[str, int] = {}
     for row in splits["train"]:

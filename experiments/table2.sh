@@ -6,14 +6,14 @@
 #   bash experiments/table2.sh                                  # the whole grid, 2 runs at a time (1 core each)
 #   TASKS="schema sst" SEEDS="123 7" bash experiments/table2.sh   # a part of it
 #   OVERLAY=infra/params/paper.yaml DEVICE=cuda PARALLEL=1 ITERS_SCALE=20 bash experiments/table2.sh   # on a GPU
-#   # the same miniature grid on a GPU machine that has only PyTorch (bench/gpu_pack.py --tasks woz.en,srl first):
+#   # the same miniature grid on a GPU machine that has only PyTorch (python -m bench.gpu_pack --tasks woz.en,srl first):
 #   PYTHONPATH=.gpu/site:. PY=python3 WORKDIR=.gpu/work SET=model.word_vectors=.gpu/glove DEVICE=cuda \
 #     PARALLEL=16 TASKS="woz.en srl" bash experiments/table2.sh
 #
 # Finished runs (their curve.json) are skipped and stopped ones (Ctrl-C or SIGTERM save their state) continue
 # where they stopped, so the grid can be stopped and continued. Each run is
 # experiments/single_task.py (train/recipe.py in a plain loop; the README's GloVe recipe by default).
-# Data: experiments/experiment_sst.py's workdir (prepared here once, before the runs start).
+# Data: the experiments' workdir (experiments/workdir.py; prepared here once, before the runs start).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-checkpoints/table2}
@@ -34,8 +34,7 @@ declare -A ITERS=([sst]=1200 [schema]=400 [woz.en]=1800 [srl]=2400)
 mkdir -p "$OUT"
 for task in $TASKS; do
   [ -d "$WORKDIR/processed/$task/train" ] && continue
-  "$PY" -c "import sys; from pathlib import Path; sys.path.insert(0, 'experiments'); import experiment_sst as e; \
-e.prepare(Path('$WORKDIR').resolve())"
+  "$PY" -c "from pathlib import Path; from experiments.workdir import prepare; prepare(Path('$WORKDIR').resolve())"
   break
 done
 jobs=()
@@ -43,7 +42,7 @@ for seed in $SEEDS; do for task in $TASKS; do for variant in $VARIANTS; do
   run="$OUT/$task-$variant-s$seed"
   [ -f "$run/curve.json" ] && continue
   iters=$(( ${ITERS[$task]:-1000} * ITERS_SCALE ))
-  jobs+=("$PY experiments/single_task.py run --task $task --iterations $iters --val-every $(( iters / 12 )) \
+  jobs+=("$PY -m experiments.single_task run --task $task --iterations $iters --val-every $(( iters / 12 )) \
 --overlay $OVERLAY --set model.variant=$variant --set train.seed=$seed$extra --device $DEVICE --workdir $WORKDIR \
 --out $run >> $run.log 2>&1")
 done; done; done
@@ -51,4 +50,4 @@ echo "[$(date -u +%T)] ${#jobs[@]} runs to do, $PARALLEL at a time | $(uptime | 
 # a failed run is reported (its log says why) and the others go on; the table shows what finished
 printf '%s\n' "${jobs[@]}" | xargs -P "$PARALLEL" -I{} bash -c \
   '{} && s=done || s="FAILED (see its .log)"; echo "[$(date -u +%T)] $s: {}" | cut -c1-200'
-"$PY" experiments/table2_report.py "$OUT"
+"$PY" -m experiments.table2_report "$OUT"

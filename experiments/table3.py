@@ -3,9 +3,9 @@ with the paper's curriculum on a SQuAD-derived task (the SQuAD development set s
 QA-SRL, WOZ and MWSC; each run is `deca train` (Ray Train, tracked in MLflow with its phases), and the
 table puts the strategies side by side with the paper's Table 3 and says whether its findings hold here.
 
-    .venv/bin/python experiments/table3.py run                  # 3 strategies x seeds 123 and 7, 2 at a time
-    .venv/bin/python experiments/table3.py run --strategies anti_curriculum --seeds 11
-    .venv/bin/python experiments/table3.py report --png docs/results/table3.png   # the table of finished runs
+    .venv/bin/python -m experiments.table3 run                  # 3 strategies x seeds 123 and 7, 2 at a time
+    .venv/bin/python -m experiments.table3 run --strategies anti_curriculum --seeds 11
+    .venv/bin/python -m experiments.table3 report --png docs/results/table3.png   # the table of finished runs
     deca compare --mlflow table3 --paper --tracking-uri sqlite:///checkpoints/table3/mlflow.db \\
         --params checkpoints/table3/params.yaml                 # the same runs beside the paper's rows
 
@@ -30,19 +30,16 @@ from pathlib import Path
 
 import yaml
 
+from deca.io import write_json
+from deca.registry import DECANLP
+from eval.compare import PAPER_TABLE3
+from eval.stats import seed_difference
+from eval.verdict import still_rising
+from experiments.table2_report import judge  # eval/verdict.py's rule on the seeds' Welch interval, as Table 2
+from infra.overlay import load_overlay, merge
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"
-sys.path.insert(0, str(ROOT))
-
-from deca.io import write_json  # noqa: E402
-from deca.registry import DECANLP  # noqa: E402
-from eval.compare import PAPER_TABLE3  # noqa: E402
-from infra.overlay import load_overlay, merge  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "experiments"))
-from table2_report import judge  # noqa: E402  (eval/verdict.py's rule on the seeds' Welch interval, as Table 2)
-from eval.stats import seed_difference  # noqa: E402
-from eval.verdict import still_rising  # noqa: E402
 
 OVERLAYS = ("infra/params/glove.yaml", "infra/params/table3.yaml")
 # The miniature's strategies -> train.strategy ("custom" runs infra/params/table3.yaml's train.phases:

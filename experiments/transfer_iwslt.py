@@ -13,7 +13,7 @@ Two runs with the same settings and budget, side by side:
 Validation BLEU (greedy) on the first --val-examples of dev2010 every --val-every iterations; the curves
 go to docs/results/transfer.{png,json}.
 
-    .venv/bin/python experiments/transfer_iwslt.py --minutes 15
+    .venv/bin/python -m experiments.transfer_iwslt --minutes 15
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def find_pretrained(given: str | None, readme: Path) -> Path:
     if not runs or not (runs[-1] / "deca_run.json").is_file():
         where = given or f"{readme / 'checkpoints'}/fully-joint-*"
         sys.exit(f"error: {where}: no trained run with a deca_run.json; train the pretrained model first:\n"
-                 "  .venv/bin/python experiments/experiment_multitask.py --joint-minutes 20 --single-tasks "
+                 "  .venv/bin/python -m experiments.experiment_multitask --joint-minutes 20 --single-tasks "
                  "--overlay infra/params/glove.yaml --set train.val_every=250\nor pass --pretrained RUN_DIR")
     return runs[-1]
 
@@ -134,7 +134,7 @@ def main() -> None:
     ap.add_argument("--only", choices=["pretrained", "random"], help="run one of the two")
     args = ap.parse_args()
 
-    import experiment_sst as ex  # a sibling script (experiments/ is on sys.path)
+    from experiments import workdir as ex
 
     readme = ROOT / "checkpoints" / "readme-experiment"
     pretrained = find_pretrained(args.pretrained, readme)

@@ -1,6 +1,6 @@
 """Figure 4-style curves of experiments/transfer_iwslt.py: pretrained vs random initialization, side by side.
 
-    .venv/bin/python experiments/transfer_plot.py checkpoints/transfer-2000/report-transfer.json \\
+    .venv/bin/python -m experiments.transfer_plot checkpoints/transfer-2000/report-transfer.json \\
         --out docs/results/transfer
 
 Writes <out>.png (validation BLEU, validation nF1 and training loss against iterations) and <out>.json
@@ -71,7 +71,7 @@ def main() -> None:
         report = json.loads(Path(args.report).read_text())
     except (OSError, ValueError) as exc:
         raise SystemExit(f"error: {args.report}: cannot read the report ({exc}); "
-                         "run experiments/transfer_iwslt.py first")
+                         "run `python -m experiments.transfer_iwslt` first")
     out = Path(args.out)
     plot(report, out.with_suffix(".png"))
     out.with_suffix(".json").write_text(json.dumps(report, indent=1))

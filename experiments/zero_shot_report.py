@@ -10,7 +10,7 @@ pointer: the largest share of its probability, Eq. 12-13) and how sure the model
 
     deca prepare --tasks sst.happy_angry sst.supportive_unsupportive --mirror ../shared/corpora \\
         --out checkpoints/readme-experiment/processed
-    .venv/bin/python experiments/zero_shot_report.py checkpoints/precision/sst-fp32 checkpoints/zero-shot/sst-seed1 ...
+    .venv/bin/python -m experiments.zero_shot_report checkpoints/precision/sst-fp32 checkpoints/zero-shot/sst-seed1 ...
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 TASKS = ("sst", "sst.happy_angry", "sst.supportive_unsupportive")
 

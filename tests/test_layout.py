@@ -7,6 +7,7 @@ an exception for a file: a file that needs another edge belongs in another packa
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ LAYERS = {
     "experiments": {"deca", "eval", "pipelines", "mqan", "train", "infer", "infra", "bench"},
 }
 PRODUCTION = ("deca", "pipelines", "mqan", "train", "infer", "eval", "infra")
+SCRIPTS = ("bench", "experiments")  # run as `python -m bench.X` / `python -m experiments.X` from the repository root
 MAX_FUNCTION_LINES = 60
 
 # The only files that may import ray / mlflow (directly, anywhere in the file).
@@ -98,6 +100,42 @@ def test_every_production_function_is_under_60_lines():
     assert long_functions(files(*PRODUCTION)) == []
 
 
+def test_every_script_function_is_under_60_lines():
+    assert long_functions(files(*SCRIPTS)) == []
+
+
+def path_edits(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """'file:line' of every call that edits the import path (`sys.path.insert(...)`, `sys.path.append(...)`,
+    `sys.path.extend(...)`, `sys.path[...] = ...`, `sys.path = ...`), and of every shell line that runs
+    a script of bench/ or experiments/ by its path (`python bench/x.py`, which `python -m bench.x` replaces)."""
+    found = []
+    for path in paths:
+        rel = path.relative_to(root).as_posix()
+        if path.suffix == ".sh":
+            found += [f"{rel}:{n}" for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                      if "sys.path" in line or re.search(r"(bench|experiments)/\w+\.py\b", line.split("#")[0])]
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AugAssign, ast.AnnAssign)) else []
+            edited = [t.value if isinstance(t, ast.Subscript) else t for t in targets]
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                edited.append(node.func.value)
+            if any(ast.unparse(e) == "sys.path" for e in edited):
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def script_files(root: Path = ROOT) -> list[Path]:
+    return sorted(p for folder in SCRIPTS for ext in ("*.py", "*.sh") for p in (root / folder).rglob(ext))
+
+
+def test_no_script_edits_sys_path():
+    """bench/ and experiments/ are packages: their modules import each other absolutely (`from
+    experiments.workdir import prepare`) and run with `python -m`, never by putting a folder on sys.path."""
+    assert path_edits(script_files()) == []
+
+
 @pytest.mark.parametrize("package, breach", [
     ("mqan", "from train.recipe import Recipe"), ("mqan", "import infer.predict"), ("train", "import infer.serve"),
     ("infer", "from train.driver import fit"), ("eval", "from mqan.model import MQAN"),
@@ -119,3 +157,25 @@ def test_the_checks_can_fail(tmp_path):
     assert len(long_functions([path], root=tmp_path)) == 1 and "ray.train" in all_imports(path, tmp_path)
     rel = ROOT / "mqan" / "model.py"
     assert "mqan.mixture" in all_imports(rel) and module_name(rel) == "mqan.model"
+
+
+@pytest.mark.parametrize("line", [
+    "sys.path.insert(0, str(ROOT))", "sys.path.append('experiments')", "sys.path[:0] = [str(ROOT)]",
+    "sys.path = ['.'] + sys.path", "sys.path += ['bench']",
+])
+def test_the_sys_path_check_can_fail(tmp_path, line):
+    """A script that edits sys.path, inside a function or at the top, is seen; reading it is not an edit."""
+    (tmp_path / "bench").mkdir()
+    path = tmp_path / "bench" / "sample.py"
+    path.write_text(f"import sys\nprint(sys.path)\n\ndef f():\n    {line}\n", encoding="utf-8")
+    assert path_edits(script_files(tmp_path), tmp_path) == ["bench/sample.py:5"]
+
+
+def test_the_shell_check_can_fail(tmp_path):
+    """A shell script that runs a script by its path, or puts a folder on sys.path, is seen; `-m` is not."""
+    (tmp_path / "experiments").mkdir()
+    path = tmp_path / "experiments" / "sample.sh"
+    path.write_text("$PY -m experiments.table2_report out  # was experiments/table2_report.py\n"
+                    "$PY experiments/table2_report.py out\n"
+                    "python3 -c \"import sys; sys.path.insert(0, 'experiments')\"\n", encoding="utf-8")
+    assert path_edits(script_files(tmp_path), tmp_path) == ["experiments/sample.sh:2", "experiments/sample.sh:3"]

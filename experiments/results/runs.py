@@ -53,7 +53,7 @@ def from_folder(folder: Path, machine: str) -> dict:
     sets = " ".join(f"--set {o}" for o in run.get("overrides", []))
     overlay = " ".join(f"--overlay {o}" for o in run.get("overlay", []))
     return {"name": folder.name, "task": task, "variant": run.get("variant", "mqan"), "seed": run["seed"],
-            "command": f"experiments/single_task.py run --task {task} --iterations {iters} --val-every "
+            "command": f"python -m experiments.single_task run --task {task} --iterations {iters} --val-every "
                        f"{curve[1]['iteration'] - curve[0]['iteration'] if len(curve) > 1 else iters} {overlay} {sets}",
             "commit": commit(), "params_digest": params_digest(run), "machine": machine,
             "load": run.get("load_end"), "minutes": round(run["minutes"], 2),

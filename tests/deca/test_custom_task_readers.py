@@ -119,10 +119,7 @@ def test_table3_overlay_declares_the_squad_dev_split():
 
 def test_table3_params_load(tmp_path):
     """experiments/table3.py's merged params (params.yaml + glove + table3 overlays) load and declare squad_dev."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "experiments"))
-    import table3
+    from experiments import table3
 
     path = table3.write_params(tmp_path, [], ["train.iterations=100"])
     params = load_params(path)

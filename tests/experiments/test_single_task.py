@@ -5,15 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from experiments import single_task
 from tests.mini_data import build_processed
-
-sys.path.insert(0, str(ROOT / "experiments"))
-import single_task  # noqa: E402
 
 TINY = ["model.dimension=16", "model.ff_hidden=16", "model.heads=2", "model.transformer_layers=1",
         "model.rnn_layers=1", "model.embedding_dim=16", "model.word_vectors=null", "model.max_generative_vocab=200",

@@ -2,12 +2,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
-from tests.conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "experiments"))
-import table2_report  # noqa: E402
+from experiments import table2_report
 
 
 def write(folder, task, variant, seed, values, iterations=900):

@@ -1,14 +1,9 @@
 """experiments/table3.py: the table of the strategies and its verdicts against the paper's Table 3."""
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from tests.conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "experiments"))
-import table3  # noqa: E402
+from experiments import table3
 
 
 def run(strategy: str, seed: int, squad: float, rest: float, curves: dict | None = None) -> dict:

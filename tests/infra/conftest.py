@@ -19,7 +19,7 @@ TASKS = ["sst", "woz.en", "schema"]
 @pytest.fixture(scope="session")
 def infra_data(tmp_path_factory) -> tuple[Path, Path]:
     """(processed dir, vocabulary) of the bundled fixture corpora (tests/mini_data.py builds them)."""
-    from tests.train.conftest import build_processed
+    from tests.mini_data import build_processed
 
     processed, vocab, tasks = build_processed(tmp_path_factory.mktemp("infra-mini"))
     missing = [t for t in TASKS if t not in tasks]
