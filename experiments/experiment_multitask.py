@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from deca.config import load_params
+from deca.checks import load_params
 
 import experiment_sst as ex  # a sibling script (experiments/ is on sys.path)
 

@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from deca.config import load_params
+from deca.checks import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpora"

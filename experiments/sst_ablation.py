@@ -43,7 +43,8 @@ def main() -> None:
     import torch
 
     import experiment_sst as ex
-    from deca.config import load_params, parse_overrides
+    from deca.checks import load_params
+    from deca.config import parse_overrides
     from train.data import read_share
     from train.distributed import Distributed
     from mqan.decode import decode

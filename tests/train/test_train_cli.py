@@ -8,7 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from deca.cli import build_parser
-from deca.config import Params, load_params
+from deca.checks import load_params
+from deca.config import Params
 from deca.errors import ConfigError, DataError
 from deca.config import parse_overrides
 from deca.runs import RUN_FILE, latest_run
