@@ -98,7 +98,7 @@ RULES: dict[str, Rule] = {
 }
 # Keys whose allowed values are a list kept by the code that acts on them, in a layer above deca (the model's
 # variants in mqan/model.py, the precisions in mqan/precision.py, train.bucketing in train/data.py, ...): the
-# caller passes them as `choices` (a layer, see check_params), e.g. train.driver.allowed_values().
+# caller passes them as `choices` (a layer, see check_params), e.g. train.choices.allowed_values().
 
 
 

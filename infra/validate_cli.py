@@ -48,9 +48,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def layers() -> dict[str, Any]:
     """The checks of other layers that `deca train` and `deca evaluate` run (deca.checks.layer_problems), and
-    the allowed values of the keys whose lists those layers keep (`choices`: train.driver.allowed_values)."""
+    the allowed values of the keys whose lists those layers keep (`choices`: train.choices.allowed_values)."""
     from eval.api import check_metrics
-    from train.driver import allowed_values
+    from train.choices import allowed_values
     from train.schedule import from_config
 
     return {"schedule": from_config, "metrics": check_metrics, "vectors": find_vectors, "choices": allowed_values()}

@@ -28,9 +28,7 @@ from deca.registry import resolve_tasks
 from deca.runs import RUN_FILE, latest_run, model_file, read_run_file
 from deca.schema import shard_rows, split_dir
 from eval.api import check_metrics
-from mqan.model import VARIANTS
-from mqan.precision import DECODING, TRAINING
-from train.data import BUCKETING
+from train.choices import allowed_values
 from train.progress import ProgressBar, resumed_iteration
 from train.resume import auto_resume, params_for_resume
 from train.schedule import Schedule, from_config
@@ -39,18 +37,6 @@ log = logging.getLogger(__name__)
 
 QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
              "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0", "PYTHONHASHSEED": "0"}
-
-
-# train.placement_strategy: how Ray Train places the workers (ScalingConfig, build_trainer)
-PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_SPREAD", "STRICT_PACK")
-
-
-def allowed_values() -> dict[str, tuple[str, ...]]:
-    """The params keys whose allowed values are a list kept by the code that acts on them (deca.checks takes
-    them as `choices`; deca imports none of it)."""
-    return {"model.variant": tuple(VARIANTS), "train.bucketing": BUCKETING,
-            "train.placement_strategy": PLACEMENT_STRATEGIES, "train.precision": TRAINING,
-            "evaluate.precision": DECODING}
 
 
 def check_training(params: Params, origin: Mapping[str, str] | None = None) -> Schedule:

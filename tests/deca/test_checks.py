@@ -8,7 +8,7 @@ from deca.errors import ConfigError
 from mqan.model import VARIANTS
 from mqan.precision import DECODING, TRAINING
 from train.data import BUCKETING
-from train.driver import PLACEMENT_STRATEGIES, allowed_values
+from train.choices import PLACEMENT_STRATEGIES, allowed_values
 
 
 @pytest.mark.parametrize("key, value, allowed", [
