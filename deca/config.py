@@ -71,7 +71,7 @@ class PrepareConfig:
 class ModelConfig:
     """MQAN and its baselines (paper Section 3, Appendix D/E)."""
 
-    variant: str = "mqan"  # s2s | satt | catt | qptr (= mqan)
+    variant: str = "mqan"  # a name of mqan/model.py's VARIANTS: s2s | satt | catt | qptr (= mqan)
     dimension: int = 200
     ff_hidden: int = 150
     heads: int = 3
@@ -120,16 +120,18 @@ class TrainConfig:
     token_budget: int = 10000  # global: sum of len(c)+len(q)+5*len(a) over a batch, split across workers
     pool_batches: int = 100  # length bucketing: sort pools of this many budgets' worth of examples
     # budget: cut each sorted pool by the token budget | exact: also wherever the context or question length
-    # changes (every row of a batch has the same lengths; smaller batches, unpacked LSTMs; train/data.py)
+    # changes (every row of a batch has the same lengths; smaller batches, unpacked LSTMs; train/data.py BUCKETING)
     bucketing: str = "budget"
     num_workers: int = 1
     cpus_per_worker: float = 1.0
-    # how Ray places the workers: PACK (fill a node first), SPREAD, STRICT_SPREAD (one per node), STRICT_PACK
+    # how Ray places the workers (train/choices.py): PACK (fill a node first), SPREAD, STRICT_SPREAD (one per
+    # node), STRICT_PACK
     placement_strategy: str = "PACK"
     use_gpu: bool = False
     gpus_per_worker: float = 1.0  # only with use_gpu
     find_unused_parameters: bool = False  # DDP: every variant uses all its parameters (the first step checks)
-    precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights; fp32 on a CPU without bf16 units)
+    # mqan/precision.py's TRAINING: fp32 | bf16 (autocast, fp32 master weights; fp32 on a CPU without bf16 units)
+    precision: str = "fp32"
     # on a GPU, validation's greedy decoding with one step captured as a CUDA graph (mqan/static_decode.py)
     cuda_graphs: bool = False
     lr: float = 2.5e-3  # peak learning rate, reached at the end of warmup
@@ -175,7 +177,8 @@ class EvaluateConfig:
     max_examples: int | None = None  # per task: the first N examples of the split; None = all
     max_answer_length: int | None = None  # decoding steps; None = the model's max_answer_length
     device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
-    precision: str = "fp32"  # fp32 | bf16 | int8 (W_v quantized, CPU): greedy answers may differ from fp32
+    # mqan/precision.py's DECODING: fp32 | bf16 | int8 (W_v quantized, CPU): greedy answers may differ from fp32
+    precision: str = "fp32"
     cuda_graphs: bool = False  # on a GPU: greedy decoding with one step captured as a CUDA graph
 
 

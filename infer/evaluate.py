@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 
-from deca.checks import check_params
+from deca.checks import EVALUATED_SPLITS, check_params
 from deca.errors import ConfigError, DataError
 from deca.io import check_writable, replace_dir, write_json, write_text
 from deca.metric_logging import MetricLogger, MLflowLogger, TrackingServerDown, check_server
@@ -68,8 +68,8 @@ def check_config(params, origin: Mapping[str, str] | None = None) -> None:
     """Refuse an evaluate section that cannot work, before anything is loaded (errors name where each value
     came from, `origin`: params.yaml's line, --set or the command's option; deca.config.read_params)."""
     ec = params.evaluate
-    if ec.split not in ("validation", "test"):
-        raise ConfigError(f"evaluate.split must be validation or test, got {ec.split!r}")
+    if ec.split not in EVALUATED_SPLITS:
+        raise ConfigError(f"evaluate.split must be {' or '.join(EVALUATED_SPLITS)}, got {ec.split!r}")
     if ec.batch_size < 1 or (ec.max_examples is not None and ec.max_examples < 1):
         raise ConfigError("evaluate.batch_size and evaluate.max_examples must be positive")
     check_answer_length(ec.max_answer_length, "evaluate.max_answer_length")
