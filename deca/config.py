@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import re
 import types
 import typing
@@ -487,8 +488,6 @@ def set_dotted(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, A
 
 def tracking_uri(project: str | Path) -> str:
     """The MLflow store: $MLFLOW_TRACKING_URI, else a local SQLite store in the project directory."""
-    import os
-
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(project).resolve() / 'mlflow.db'}"
 
 
