@@ -64,7 +64,7 @@ def empty_split_file(task_name: str) -> Callable[[Path], object]:
 
 def param(key: str, value) -> Callable[[Path], object]:
     def case(tmp: Path):
-        from deca.config import load_params
+        from deca.checks import load_params
 
         return load_params(ROOT / "params.yaml", overrides={key: value})
     return case

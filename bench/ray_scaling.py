@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from deca.config import load_params
+from deca.checks import load_params
 from deca.registry import Dropped, get_task
 from deca.schema import EXAMPLE_SCHEMA, split_dir
 from pipelines.rows import to_row

@@ -7,21 +7,31 @@ a second with the key, the value, what is allowed and where to change it, not in
 command then runs the checks of what it reads before it starts (task names and patterns, prepare's task
 options, ...), and `deca validate` (the pipeline's first stage) runs all of them, so that what a stage
 would refuse is refused before any stage starts. Checks that need another layer's code (a strategy's
-schedule, the metric registry, the vector sources) take that code as an argument: deca imports no layer
-above it.
+schedule, the metric registry, the vector sources) take that code as an argument, and a key whose allowed
+values a layer above keeps (the model's variants, the precisions, ...) takes that list as an argument
+(`choices`): deca imports no layer above it, and no list is written twice.
+
+Reading and checking together (checked_params, load_params, params_from_args) sit here, above deca.config
+(plain data: it imports neither this module nor the registry); where each value came from is read_params'
+second return value, passed on explicitly.
 """
 from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import yaml
-
+from deca.config import (DEFAULT_PARAMS, Params, ParamsError, Problem, key_lines, parse_overrides, read_params,
+                         where_from)
+from deca.custom_tasks import declare, make_tasks
 from deca.errors import ConfigError, DecaError, did_you_mean
+from deca.registry import SPLITS, all_tasks, get_task, resolve_tasks
+
+__all__ = ["ParamsError", "Problem", "key_lines", "where_from"]  # (defined in deca.config, read from here too)
 
 Rule = Callable[[Any], str | None]  # value -> what is wrong, or None
+EVALUATED_SPLITS = tuple(s for s in SPLITS if s != "train")  # evaluate.split: a split with gold answers held out
 
 
 def at_least(low: float, optional: bool = False) -> Rule:
@@ -67,7 +77,7 @@ RULES: dict[str, Rule] = {
     "prepare.vocab_size": at_least(1),
     "prepare.train_filter.max_context_tokens": at_least(1, optional=True),
     "prepare.train_filter.max_answer_tokens": at_least(1, optional=True),
-    "model.variant": one_of("s2s", "satt", "catt", "qptr", "mqan"), "model.dimension": even,
+    "model.dimension": even,
     "model.ff_hidden": at_least(1), "model.heads": at_least(1), "model.head_dim": at_least(1, optional=True),
     "model.transformer_layers": at_least(0), "model.rnn_layers": at_least(1), "model.dropout": fraction,
     "model.max_generative_vocab": at_least(5), "model.char_ngram_dim": at_least(0),
@@ -76,40 +86,20 @@ RULES: dict[str, Rule] = {
     "train.phase_iterations": at_least(0), "train.batches_per_task": positive_values,
     "train.iterations": at_least(1), "train.max_minutes": above(0, optional=True),
     "train.token_budget": at_least(1), "train.pool_batches": at_least(1),
-    "train.bucketing": one_of("budget", "exact"),  # train/data.py: BUCKETING "train.num_workers": at_least(1),
+    "train.num_workers": at_least(1),
     "train.cpus_per_worker": above(0), "train.gpus_per_worker": above(0), "train.lr": above(0),
-    "train.placement_strategy": one_of("PACK", "SPREAD", "STRICT_SPREAD", "STRICT_PACK"),
     "train.warmup": at_least(0), "train.betas": betas, "train.eps": above(0), "train.grad_clip": at_least(0),
     "train.weight_decay": at_least(0), "train.ema_decay": fraction, "train.val_every": at_least(0),
     "train.save_every": at_least(0), "train.log_every": at_least(1), "train.val_batch_size": at_least(1),
     "train.max_val_examples": at_least(1, optional=True), "train.checkpoints_to_keep": at_least(1),
-    "train.max_failures": at_least(0), "train.precision": one_of("fp32", "bf16"),
-    "evaluate.split": one_of("validation", "test"), "evaluate.batch_size": at_least(1),
+    "train.max_failures": at_least(0),
+    "evaluate.split": one_of(*EVALUATED_SPLITS), "evaluate.batch_size": at_least(1),
     "evaluate.max_examples": at_least(1, optional=True), "evaluate.max_answer_length": at_least(1, optional=True),
-    "evaluate.precision": one_of("fp32", "bf16", "int8"),  # mqan/precision.py: TRAINING, DECODING
 }
+# Keys whose allowed values are a list kept by the code that acts on them, in a layer above deca (the model's
+# variants in mqan/model.py, the precisions in mqan/precision.py, train.bucketing in train/data.py, ...): the
+# caller passes them as `choices` (a layer, see check_params), e.g. train.choices.allowed_values().
 
-
-def key_lines(text: str) -> dict[str, int]:
-    """Dotted key -> line (from 1) of each mapping key in a YAML document (empty if it does not parse, or is
-    refused by deca.config.parse_yaml's bounds, which also say why)."""
-    from deca.config import compose_yaml
-
-    try:
-        root = compose_yaml(text, "")
-    except ConfigError:
-        return {}
-    lines: dict[str, int] = {}
-
-    def walk(node, prefix: str) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                dotted = f"{prefix}{key.value}"
-                lines[dotted] = key.start_mark.line + 1
-                walk(value, dotted + ".")
-
-    walk(root, "")
-    return lines
 
 
 def leaves(obj: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
@@ -130,41 +120,6 @@ SCHEDULE_KEYS = ("train.strategy", "train.tasks", "train.phases", "train.phase_i
                  "train.batches_per_task")
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with params: the key whose value is wrong (it says where the value came from), what
-    is wrong (naming the key), and the other keys involved (a schedule is strategy, phases and budget)."""
-
-    key: str
-    text: str
-    keys: tuple[str, ...] = ()
-
-    def involved(self) -> set[str]:
-        """Every key this problem is about."""
-        return {self.key, *self.keys}
-
-
-class ParamsError(ConfigError):
-    """Every problem found in params at once, each on its own line after where its value came from."""
-
-    def __init__(self, problems: Sequence[Problem], origin: Mapping[str, str]):
-        self.problems = list(problems)
-        lines = [f"{where_from(p.key, origin)}: {p.text}" for p in self.problems]
-        super().__init__(lines[0] if len(lines) == 1 and "\n" not in lines[0]
-                         else "bad parameter value(s):\n  " + "\n  ".join(lines))
-
-
-def where_from(key: str, origin: Mapping[str, str], default: str = "params") -> str:
-    """Where the value of dotted `key` came from: its own entry of `origin`, else its closest parent's
-    (``train.betas[0]`` -> ``train.betas``), else `default` (a default value, or params built in code)."""
-    key = re.sub(r"\[\d+\]", "", key)
-    while key:
-        if key in origin:
-            return origin[key]
-        key = key.rpartition(".")[0]
-    return default
-
-
 def value_of(params: Any, key: str) -> Any:
     """The value of dotted `key` in `params` (dataclasses and mappings)."""
     node = params
@@ -173,11 +128,13 @@ def value_of(params: Any, key: str) -> Any:
     return node
 
 
-def value_problems(params: Any) -> list[Problem]:
-    """Every value that breaks a rule of RULES, and a model without input features."""
+def value_problems(params: Any, choices: Mapping[str, Sequence[str]] | None = None) -> list[Problem]:
+    """Every value that breaks a rule of RULES or is not among its key's `choices` (key -> the allowed
+    values, given by the layer that acts on them), and a model without input features."""
+    rules = {**RULES, **{key: one_of(*allowed) for key, allowed in (choices or {}).items()}}
     problems = []
     for key, value in leaves(params):
-        rule = RULES.get(key)
+        rule = rules.get(key)
         wrong = rule(value) if rule else None
         if wrong:
             problems.append(Problem(key, f"{key} = {value!r}: {wrong}"))
@@ -188,17 +145,16 @@ def value_problems(params: Any) -> list[Problem]:
     return problems
 
 
-def check_values(params: Any, origin: Mapping[str, str]) -> None:
+def check_values(params: Any, origin: Mapping[str, str],
+                 choices: Mapping[str, Sequence[str]] | None = None) -> None:
     """Raise one ConfigError listing every value that breaks a rule: where, key, value, what is allowed."""
-    problems = value_problems(params)
+    problems = value_problems(params, choices)
     if problems:
         raise ParamsError(problems, origin)
 
 
 def custom_task_problems(params: Any) -> list[Problem]:
     """The custom tasks of params (deca/custom_tasks.py), checked without being declared."""
-    from deca.custom_tasks import make_tasks
-
     try:
         make_tasks(params)
     except ConfigError as exc:
@@ -210,8 +166,6 @@ def custom_task_problems(params: Any) -> list[Problem]:
 def task_problems(params: Any, commands: Iterable[str]) -> list[Problem]:
     """Task selectors that name no task (the commands' TASK_LISTS), and prepare's task options: each key a
     task's, each value options of that task. Custom tasks resolve once declared (deca.custom_tasks.declare)."""
-    from deca.registry import all_tasks, resolve_tasks
-
     problems = []
     for key in [k for c in commands for k in TASK_LISTS.get(c, ())]:
         value = value_of(params, key)
@@ -241,8 +195,6 @@ def layer_problems(params: Any, commands: Iterable[str], *, schedule: Callable |
     strategy and its phases against the budget, train.schedule.from_config), `metrics(tasks)` (each task's
     headline metric is registered, eval.api.check_metrics), `vectors(source)` (a vector source is there).
     Each raises a DecaError; a task list that does not resolve is left to task_problems."""
-    from deca.registry import get_task, resolve_tasks
-
     problems = []
     for command, key in (("train", "train.tasks"), ("evaluate", "evaluate.tasks")):
         if command not in commands:
@@ -276,19 +228,19 @@ def _raised(check: Callable, args: tuple, key: str, keys: Sequence[str] = ()) ->
 
 
 def check_params(params: Any, origin: Mapping[str, str] | None = None, commands: Iterable[str] = COMMANDS,
-                 **layers: Callable) -> None:
+                 choices: Mapping[str, Sequence[str]] | None = None, **layers: Callable) -> None:
     """The one check of params: every problem a command would refuse before it starts, at once.
 
-    Always: the value rules (RULES) and the custom tasks; then for each of `commands` (prepare, train,
-    evaluate) its task selectors and options, and the checks of other layers passed as `layers` (see
-    layer_problems). `deca validate` passes every command and layer; each command its own, before it
-    starts. Raises a ParamsError (a ConfigError) naming where each bad value came from: `origin` (dotted
-    key -> ``params.yaml:12``, ``--set ...``), by default the one recorded when params were loaded.
-    Task names resolve against the declared custom tasks (the caller declares them: deca.config.params_from_args).
+    Always: the value rules (RULES, and the allowed values of `choices`: key -> the list kept by the layer
+    that acts on it) and the custom tasks; then for each of `commands` (prepare, train, evaluate) its task
+    selectors and options, and the checks of other layers passed as `layers` (see layer_problems). `deca
+    validate` passes every command and layer; each command its own, before it starts. Raises a ParamsError
+    (a ConfigError) naming where each bad value came from: `origin` (dotted key -> ``params.yaml:12``,
+    ``--set ...``: read_params' second value; none: "params"). Task names resolve against the declared
+    custom tasks (the caller declares them, e.g. with checked_params(..., declared=True)).
     """
     commands = list(commands)
-    origin = getattr(params, "_origin", {}) if origin is None else origin
-    problems = value_problems(params)
+    problems = value_problems(params, choices)
     custom = custom_task_problems(params)
     problems += custom
     if not custom and commands:
@@ -296,4 +248,45 @@ def check_params(params: Any, origin: Mapping[str, str] | None = None, commands:
         bad = {k for p in problems for k in p.involved()}
         problems += [p for p in layer_problems(params, commands, **layers) if not p.involved() & bad]
     if problems:
-        raise ParamsError(problems, origin)
+        raise ParamsError(problems, origin or {})
+
+
+def declare_quietly(params: Params) -> None:
+    """Declare the custom tasks of `params` so that task names resolve against them; a bad custom task is left
+    for check_params to name, with where it came from."""
+    try:
+        declare(params)
+    except ConfigError:
+        pass
+
+
+def checked_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] | None = None,
+                   origin: Mapping[str, str] | None = None, commands: Iterable[str] = (), declared: bool = False,
+                   **layers: Any) -> tuple[Params, dict[str, str]]:
+    """Read params (deca.config.read_params: keys and types) and check them once (check_params with
+    `commands` and `layers`; none: the values and the custom tasks); with `declared`, their custom tasks are
+    declared first (deca.custom_tasks.declare). Returns (params, where each value came from)."""
+    params, where = read_params(path, overrides, origin)
+    if declared:
+        declare_quietly(params)
+    check_params(params, where, commands, **layers)
+    return params, where
+
+
+def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] | None = None) -> Params:
+    """params.yaml (missing file: all defaults) with dotted `overrides` like {"train.iterations": 5}: keys,
+    types, values and custom tasks checked (checked_params), an error naming the file and line of the value
+    (or ``--set``). Nothing is registered: see params_from_args."""
+    return checked_params(path, overrides)[0]
+
+
+def load_section(name: str, path: str | Path = DEFAULT_PARAMS) -> Any:
+    """Load one section (e.g. "train") of params.yaml, validating the whole file."""
+    return getattr(load_params(path), name)
+
+
+def params_from_args(args, commands: Iterable[str] = (), **layers: Any) -> Params:
+    """The params of a command: its --params file with its --set overrides, with their custom tasks declared
+    (so that the command resolves their names), checked once (checked_params) for `commands`."""
+    return checked_params(args.params, parse_overrides(args.overrides), commands=commands, declared=True,
+                          **layers)[0]

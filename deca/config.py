@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import re
 import types
 import typing
@@ -71,7 +72,7 @@ class PrepareConfig:
 class ModelConfig:
     """MQAN and its baselines (paper Section 3, Appendix D/E)."""
 
-    variant: str = "mqan"  # s2s | satt | catt | qptr (= mqan)
+    variant: str = "mqan"  # a name of mqan/model.py's VARIANTS: s2s | satt | catt | qptr (= mqan)
     dimension: int = 200
     ff_hidden: int = 150
     heads: int = 3
@@ -120,16 +121,18 @@ class TrainConfig:
     token_budget: int = 10000  # global: sum of len(c)+len(q)+5*len(a) over a batch, split across workers
     pool_batches: int = 100  # length bucketing: sort pools of this many budgets' worth of examples
     # budget: cut each sorted pool by the token budget | exact: also wherever the context or question length
-    # changes (every row of a batch has the same lengths; smaller batches, unpacked LSTMs; train/data.py)
+    # changes (every row of a batch has the same lengths; smaller batches, unpacked LSTMs; train/data.py BUCKETING)
     bucketing: str = "budget"
     num_workers: int = 1
     cpus_per_worker: float = 1.0
-    # how Ray places the workers: PACK (fill a node first), SPREAD, STRICT_SPREAD (one per node), STRICT_PACK
+    # how Ray places the workers (train/choices.py): PACK (fill a node first), SPREAD, STRICT_SPREAD (one per
+    # node), STRICT_PACK
     placement_strategy: str = "PACK"
     use_gpu: bool = False
     gpus_per_worker: float = 1.0  # only with use_gpu
     find_unused_parameters: bool = False  # DDP: every variant uses all its parameters (the first step checks)
-    precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights; fp32 on a CPU without bf16 units)
+    # mqan/precision.py's TRAINING: fp32 | bf16 (autocast, fp32 master weights; fp32 on a CPU without bf16 units)
+    precision: str = "fp32"
     # on a GPU, validation's greedy decoding with one step captured as a CUDA graph (mqan/static_decode.py)
     cuda_graphs: bool = False
     lr: float = 2.5e-3  # peak learning rate, reached at the end of warmup
@@ -175,7 +178,8 @@ class EvaluateConfig:
     max_examples: int | None = None  # per task: the first N examples of the split; None = all
     max_answer_length: int | None = None  # decoding steps; None = the model's max_answer_length
     device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
-    precision: str = "fp32"  # fp32 | bf16 | int8 (W_v quantized, CPU): greedy answers may differ from fp32
+    # mqan/precision.py's DECODING: fp32 | bf16 | int8 (W_v quantized, CPU): greedy answers may differ from fp32
+    precision: str = "fp32"
     cuda_graphs: bool = False  # on a GPU: greedy decoding with one step captured as a CUDA graph
 
 
@@ -212,8 +216,10 @@ class CustomTaskConfig:
 
 @dataclass
 class Params:
-    """Every parameter (params.yaml). Plain data: building one has no side effect. Its custom tasks resolve
-    by name once a process declares them (deca.custom_tasks.declare; params_from_args does for a command)."""
+    """Every parameter (params.yaml). Plain data: building one has no side effect, and it carries nothing but
+    its fields (where each value came from is read_params' second return value). Its custom tasks resolve by
+    name once a process declares them (deca.custom_tasks.declare; deca.checks.params_from_args does for a
+    command)."""
 
     data: DataConfig = field(default_factory=DataConfig)
     prepare: PrepareConfig = field(default_factory=PrepareConfig)
@@ -301,29 +307,47 @@ _Loader.add_implicit_resolver(
 )
 
 
-def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] | None = None) -> Params:
-    """Load params.yaml (missing file → all defaults) with optional dotted overrides like {"train.iterations": 5}.
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with params: the key whose value is wrong (it says where the value came from), what
+    is wrong (naming the key), and the other keys involved (a schedule is strategy, phases and budget)."""
 
-    Keys and types are checked (unknown keys with a did-you-mean), then every value's range and every
-    custom task (deca.checks.check_params, with no command's checks); an error names the file and line of
-    the value, or ``--set`` for an override. The params remember where each value came from (for the
-    checks each command runs before it starts). Nothing is registered: see params_from_args.
-    """
-    from deca.checks import check_params
+    key: str
+    text: str
+    keys: tuple[str, ...] = ()
 
-    params, origin = read_params(path, overrides)
-    check_params(params, origin, commands=())
-    params._origin = origin  # not a field: never serialized, compared or copied by dataclasses.replace
-    return params
+    def involved(self) -> set[str]:
+        """Every key this problem is about."""
+        return {self.key, *self.keys}
+
+
+class ParamsError(ConfigError):
+    """Every problem found in params at once, each on its own line after where its value came from."""
+
+    def __init__(self, problems: Sequence[Problem], origin: Mapping[str, str]):
+        self.problems = list(problems)
+        lines = [f"{where_from(p.key, origin)}: {p.text}" for p in self.problems]
+        super().__init__(lines[0] if len(lines) == 1 and "\n" not in lines[0]
+                         else "bad parameter value(s):\n  " + "\n  ".join(lines))
+
+
+def where_from(key: str, origin: Mapping[str, str], default: str = "params") -> str:
+    """Where the value of dotted `key` came from: its own entry of `origin`, else its closest parent's
+    (``train.betas[0]`` -> ``train.betas``), else `default` (a default value, or params built in code)."""
+    key = re.sub(r"\[\d+\]", "", key)
+    while key:
+        if key in origin:
+            return origin[key]
+        key = key.rpartition(".")[0]
+    return default
 
 
 def read_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] | None = None,
                 origin: Mapping[str, str] | None = None) -> tuple[Params, dict[str, str]]:
     """params.yaml with `overrides` applied, keys and types checked but not the values (deca.checks), and
     where each value came from: dotted key -> ``params.yaml:<line>``, for an override its entry of `origin`
-    (e.g. an overlay's ``file:line``), else ``--set key=value``. A ConfigError names that place."""
-    from deca.checks import key_lines
-
+    (e.g. an overlay's ``file:line``), else ``--set key=value``. A ConfigError names that place. The origin
+    travels with the params as this return value: pass it to deca.checks.check_params."""
     path = Path(path)
     raw: dict[str, Any] = {}
     where: dict[str, str] = {}
@@ -345,8 +369,6 @@ def read_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] 
 def _located(message: str, origin: Mapping[str, str], default: str) -> ConfigError:
     """A key or type error of from_dict(Params, ..., where="params") as a ParamsError that starts with where
     the offending value came from (``--set train.iterations=abc: train.iterations: expected an integer``)."""
-    from deca.checks import Problem, ParamsError, where_from
-
     head, _, rest = message.partition(": ")
     if head == "params" or head.startswith("params."):
         key = head[len("params."):]
@@ -431,6 +453,26 @@ def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+def key_lines(text: str) -> dict[str, int]:
+    """Dotted key -> line (from 1) of each mapping key in a YAML document (empty if it does not parse, or is
+    refused by parse_yaml's bounds, which also say why)."""
+    try:
+        root = compose_yaml(text, "")
+    except ConfigError:
+        return {}
+    lines: dict[str, int] = {}
+
+    def walk(node, prefix: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                dotted = f"{prefix}{key.value}"
+                lines[dotted] = key.start_mark.line + 1
+                walk(value, dotted + ".")
+
+    walk(root, "")
+    return lines
+
+
 def set_dotted(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Apply {"train.iterations": 5, ...} to nested dicts in place (sections made as needed); returns `raw`."""
     for dotted, value in overrides.items():
@@ -446,14 +488,7 @@ def set_dotted(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, A
 
 def tracking_uri(project: str | Path) -> str:
     """The MLflow store: $MLFLOW_TRACKING_URI, else a local SQLite store in the project directory."""
-    import os
-
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(project).resolve() / 'mlflow.db'}"
-
-
-def load_section(name: str, path: str | Path = DEFAULT_PARAMS) -> Any:
-    """Load one section (e.g. "train") of params.yaml, validating the whole file."""
-    return getattr(load_params(path), name)
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
@@ -487,13 +522,3 @@ def add_params_arguments(parser) -> None:
                        help="params file (default: %(default)s; missing: the defaults)")
     group.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a parameter, e.g. train.iterations=50 (repeatable; YAML values)")
-
-
-def params_from_args(args) -> Params:
-    """The params of a command: its --params file with its --set overrides, checked (see load_params), with
-    their custom tasks declared (deca.custom_tasks.declare) so that the command resolves their names."""
-    from deca.custom_tasks import declare
-
-    params = load_params(args.params, overrides=parse_overrides(args.overrides))
-    declare(params)
-    return params

@@ -27,7 +27,7 @@ Relative paths are relative to the project directory (where `dvc repro` runs), n
 Building params registers nothing (deca.config.Params is plain data). `declare(params)` makes exactly
 their custom tasks registered, so they go through `deca prepare`, train, evaluate, score and compare like
 the registered ones; every process that takes params calls it once: each command through
-deca.config.params_from_args, the training driver and its Ray workers (train/driver.py, train/worker.py),
+deca.checks.params_from_args, the training driver and its Ray workers (train/driver.py, train/worker.py),
 `python -m infra.stages` (which gives each custom task its own DVC prepare stage).
 """
 from __future__ import annotations

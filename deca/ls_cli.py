@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import params_from_args
+from deca.config import add_params_arguments
 from deca.registry import all_tasks, resolve_tasks
 
 

@@ -35,7 +35,8 @@ import argparse
 import json
 from pathlib import Path
 
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import params_from_args
+from deca.config import add_params_arguments
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,8 @@ import argparse
 import json
 import sys
 
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import params_from_args
+from deca.config import add_params_arguments
 from deca.errors import ConfigError
 
 EPILOG = (

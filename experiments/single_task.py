@@ -95,7 +95,8 @@ def run(args) -> int:
     import torch
 
     from experiments import workdir as ex
-    from deca.config import load_params, parse_overrides
+    from deca.checks import load_params
+    from deca.config import parse_overrides
     from deca.io import write_json
     from train.distributed import Distributed
     from train.recipe import local_recipe

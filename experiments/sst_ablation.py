@@ -45,7 +45,8 @@ def build_recipe(args):
     """The in-process recipe of `deca train` on the workdir's SST, with the ablation's settings."""
     import torch
 
-    from deca.config import load_params, parse_overrides
+    from deca.checks import load_params
+    from deca.config import parse_overrides
     from experiments.workdir import overlay_overrides
     from train.distributed import Distributed
     from train.recipe import local_recipe

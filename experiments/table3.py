@@ -55,7 +55,8 @@ PAPER = {ours: {t: PAPER_TABLE3[row][0][DECANLP.index("squad" if t == "squad_dev
 def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Path:
     """params.yaml + the overlays + --set, with the workdir's data, checkpoints and MLflow experiment, into
     <workdir>/params.yaml; loaded once here so that a bad key fails before anything runs."""
-    from deca.config import load_params, parse_overrides
+    from deca.checks import load_params
+    from deca.config import parse_overrides
 
     merged = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for path in (OVERLAYS[0], *overlays, OVERLAYS[1]):  # the grid's tasks and budget stay; --set changes them

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 
-from deca.checks import check_params
+from deca.checks import EVALUATED_SPLITS, check_params
 from deca.errors import ConfigError, DataError
 from deca.io import check_writable, file_sha256, replace_dir, write_json, write_text
 from deca.metric_logging import MetricLogger, MLflowLogger, TrackingServerDown, check_server
@@ -65,17 +65,17 @@ def read_rows(processed_dir: str, task: str, split: str, max_examples: int | Non
     return table.to_pylist()
 
 
-def check_config(params) -> None:
+def check_config(params, origin: Mapping[str, str] | None = None) -> None:
     """Refuse an evaluate section that cannot work, before anything is loaded (errors name where each value
-    came from: params.yaml's line, --set or the command's option)."""
+    came from, `origin`: params.yaml's line, --set or the command's option; deca.config.read_params)."""
     ec = params.evaluate
-    if ec.split not in ("validation", "test"):
-        raise ConfigError(f"evaluate.split must be validation or test, got {ec.split!r}")
+    if ec.split not in EVALUATED_SPLITS:
+        raise ConfigError(f"evaluate.split must be {' or '.join(EVALUATED_SPLITS)}, got {ec.split!r}")
     if ec.batch_size < 1 or (ec.max_examples is not None and ec.max_examples < 1):
         raise ConfigError("evaluate.batch_size and evaluate.max_examples must be positive")
     check_answer_length(ec.max_answer_length, "evaluate.max_answer_length")
     check_precision(ec.precision, "evaluate.precision", DECODING)
-    check_params(params, commands=["evaluate"])  # the rest, as `deca validate` runs it
+    check_params(params, origin, commands=["evaluate"])  # the rest, as `deca validate` runs it
 
 
 def read_data(params, tasks: Sequence[str], skipped: dict[str, str]) -> dict[str, list[dict]]:
@@ -139,11 +139,12 @@ def predict_and_score(params, model, vocab, data: dict[str, list[dict]], device,
 
 
 def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, progress: bool = True,
-             mlflow: bool = True) -> dict:
+             mlflow: bool = True, origin: Mapping[str, str] | None = None) -> dict:
     """Decode, write, score and report as `params.evaluate` says; returns the scored dict (eval.score shape)
-    with the files written (`files`) and the tasks skipped (`skipped`)."""
+    with the files written (`files`) and the tasks skipped (`skipped`). `origin` says where each value of
+    params came from (for the errors of the checks; deca.config.read_params)."""
     ec = params.evaluate
-    check_config(params)
+    check_config(params, origin)
     check_outputs(ec)
     path, run_info = resolve_checkpoint(run, checkpoint, params.train.storage_dir)
     if run_info.get("tracking_uri"):

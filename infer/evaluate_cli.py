@@ -26,7 +26,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import checked_params
+from deca.config import add_params_arguments, parse_overrides
 from deca.runs import add_model_arguments
 
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from infer.evaluate import evaluate
 
     keep_large_blocks()
-    params = params_from_args(args)
+    params, origin = checked_params(args.params, parse_overrides(args.overrides), declared=True)
     overrides = {k: v for k, v in {"split": args.split, "tasks": args.tasks, "batch_size": args.batch_size,
                                    "max_examples": args.max_examples, "max_answer_length": args.max_answer_length,
                                    "device": args.device}.items() if v is not None}
@@ -67,16 +68,15 @@ def run(args: argparse.Namespace) -> int:
     if out:
         overrides.update(output_paths(out))
         print(f"writing under {out}/ (the pipeline's evaluation in {params.evaluate.metrics_path} is left as it is)")
-    origin = {**getattr(params, "_origin", {}), **{f"evaluate.{k}": f"--{k.replace('_', '-')}" for k in overrides}}
+    origin = {**origin, **{f"evaluate.{k}": f"--{k.replace('_', '-')}" for k in overrides}}  # for deca.checks
     params = dataclasses.replace(params, evaluate=dataclasses.replace(params.evaluate, **overrides))
-    params._origin = origin  # where each value came from, for the one-line errors of deca.checks
     checkpoint = args.checkpoint
     if args.model:
         from infer.model_uri import model_checkpoint
 
         checkpoint = str(model_checkpoint(args.model))
     scored = evaluate(params, run=args.run, checkpoint=checkpoint, progress=not args.no_progress,
-                      mlflow=not args.no_mlflow)
+                      mlflow=not args.no_mlflow, origin=origin)
     width = max(len(t) for t in scored["results"])
     for task, r in scored["results"].items():
         share = r["sources"]["share"]

@@ -28,7 +28,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import params_from_args
+from deca.config import add_params_arguments
 from deca.errors import ConfigError
 
 

@@ -90,7 +90,7 @@ def entries(params_path: str | Path = ROOT / "params.yaml") -> dict[str, dict[st
     shared by the tasks whose raw files live in that folder (e.g. woz.en and woz.de).
     ``custom``: {custom task name: [its JSONL files]}: one ``prepare_<name>`` stage each (custom_stages).
     """
-    from deca.config import load_params
+    from deca.checks import load_params
     from deca.custom_tasks import declare
     from deca.registry import get_task, resolve_tasks
 

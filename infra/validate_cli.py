@@ -26,9 +26,9 @@ import argparse
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
-from deca.config import add_params_arguments, parse_overrides, parse_yaml, read_params
+from deca.config import add_params_arguments, key_lines, parse_overrides, parse_yaml, read_params
 from deca.errors import ConfigError, DataError
 
 STAMP_TEXT = ("params.yaml passed `deca validate` (dvc.yaml's validate stage); the stages that read params "
@@ -46,12 +46,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "`dvc exp run`, put back a params.yaml whose experiment values are refused")
 
 
-def layers() -> dict[str, Callable]:
-    """The checks of other layers that `deca train` and `deca evaluate` run (deca.checks.layer_problems)."""
+def layers() -> dict[str, Any]:
+    """The checks of other layers that `deca train` and `deca evaluate` run (deca.checks.layer_problems), and
+    the allowed values of the keys whose lists those layers keep (`choices`: train.choices.allowed_values)."""
     from eval.api import check_metrics
+    from train.choices import allowed_values
     from train.schedule import from_config
 
-    return {"schedule": from_config, "metrics": check_metrics, "vectors": find_vectors}
+    return {"schedule": from_config, "metrics": check_metrics, "vectors": find_vectors, "choices": allowed_values()}
 
 
 def find_vectors(source: str) -> None:
@@ -66,8 +68,6 @@ def find_vectors(source: str) -> None:
 
 def load(params_path: str, overlays: list[str], sets: list[str]) -> tuple[Any, dict[str, str]]:
     """(params.yaml with the overlays, then the --set values, applied; where each value came from)."""
-    from deca.checks import key_lines
-
     overrides: dict[str, Any] = {}
     origin: dict[str, str] = {}
     for path in overlays:
@@ -86,14 +86,10 @@ def load(params_path: str, overlays: list[str], sets: list[str]) -> tuple[Any, d
 
 def check(params_path: str, overlays: list[str], sets: list[str]) -> str:
     """A one-line summary of valid params; a ConfigError listing every problem otherwise."""
-    from deca.checks import check_params, leaves
-    from deca.custom_tasks import declare
+    from deca.checks import check_params, declare_quietly, leaves
 
     params, origin = load(params_path, overlays, sets)
-    try:
-        declare(params)  # task names resolve against the custom tasks too
-    except ConfigError:
-        pass  # check_params names the bad custom task
+    declare_quietly(params)  # task names resolve against the custom tasks too
     check_params(params, origin, **layers())
     where = " + ".join([str(params_path), *overlays] + (["--set"] if sets else []))
     return f"{where}: valid ({sum(1 for _ in leaves(params))} settings)"

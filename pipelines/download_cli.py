@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import params_from_args
+from deca.config import add_params_arguments
 from deca.errors import DownloadError
 from pipelines.download import download, format_table
 

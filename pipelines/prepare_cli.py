@@ -6,8 +6,8 @@ import logging
 import sys
 from pathlib import Path
 
-from deca.checks import check_params
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import params_from_args
+from deca.config import add_params_arguments
 
 LOG = logging.getLogger("deca.prepare")
 
@@ -89,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not getattr(args, "verbose", False):
         logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    params = params_from_args(args)
-    check_params(params, commands=["prepare"])  # what `deca validate` runs for prepare
+    params = params_from_args(args, commands=["prepare"])  # checked as `deca validate` checks it for prepare
     out = Path(args.out or params.data.processed_dir)
     if args.vocab is not None:
         return _run_vocab(args, params, out)

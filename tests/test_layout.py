@@ -1,8 +1,10 @@
 """The house rules of the code, as tests over the project's own import graph (infra/codedeps.py).
 
-One table says which of the project's packages each package may import (its own modules always); ray and
-mlflow are imported only by the files listed below; no production function is over 60 lines. No rule names
-an exception for a file: a file that needs another edge belongs in another package.
+One table says which of the project's packages each package may import (its own modules always); within
+the floor (deca) no module imports, even inside a function, one that imports it back (no cycle: deca.config
+is plain data under the checks, the registry and the custom tasks); ray and mlflow are imported only by the
+files listed below; no production function is over 60 lines. No rule names an exception for a file: a file
+that needs another edge belongs in another package.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.codedeps import ROOT, all_imports, module_name
+from infra.codedeps import ROOT, all_imports, module_file, module_name
 
 # package -> the project packages it may import. deca is the floor (config, registry, text, the run folder);
 # the model, training and using a model stand side by side above it. train may read eval's metrics (validation
@@ -179,3 +181,45 @@ def test_the_shell_check_can_fail(tmp_path):
                     "$PY experiments/table2_report.py out\n"
                     "python3 -c \"import sys; sys.path.insert(0, 'experiments')\"\n", encoding="utf-8")
     assert path_edits(script_files(tmp_path), tmp_path) == ["experiments/sample.sh:2", "experiments/sample.sh:3"]
+
+
+def import_graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
+    """{module of `package`: the modules of `package` it imports, anywhere in the file (inside functions too)}."""
+    graph = {}
+    for path in files(package, root=root):
+        name = module_name(path, root)
+        graph[name] = {n for n in all_imports(path, root)
+                       if under(n, package) and n != name and module_file(n, root) is not None}
+    return graph
+
+
+def import_cycles(package: str, root: Path = ROOT) -> list[list[str]]:
+    """The import cycles among the modules of `package`: each a sorted group of modules that import one another,
+    directly or not (the strongly connected components of import_graph with more than one module)."""
+    graph = import_graph(package, root)
+    reach = {m: set() for m in graph}
+    for start in graph:  # a few dozen modules: a search from each is plenty
+        todo = list(graph[start])
+        while todo:
+            m = todo.pop()
+            if m not in reach[start] and m in graph:
+                reach[start].add(m)
+                todo.extend(graph[m])
+    groups = {tuple(sorted({m} | {o for o in reach[m] if m in reach[o]})) for m in graph}
+    return sorted(list(g) for g in groups if len(g) > 1)
+
+
+def test_no_import_cycle_in_deca():
+    """deca is the floor and is layered within: config (plain data) under checks, registry and custom tasks."""
+    assert import_cycles("deca") == []
+    assert not {"deca.checks", "deca.registry", "deca.custom_tasks"} & import_graph("deca")["deca.config"]
+
+
+def test_an_import_cycle_is_seen_even_through_a_function_level_import(tmp_path):
+    (tmp_path / "deca").mkdir()
+    (tmp_path / "deca" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "deca" / "config.py").write_text("def load():\n    from deca.checks import check\n", encoding="utf-8")
+    (tmp_path / "deca" / "checks.py").write_text("import deca.errors\nfrom deca.config import load\n", encoding="utf-8")
+    (tmp_path / "deca" / "errors.py").write_text("from deca import config\n", encoding="utf-8")
+    (tmp_path / "deca" / "text.py").write_text("import deca.errors\n", encoding="utf-8")
+    assert import_cycles("deca", root=tmp_path) == [["deca.checks", "deca.config", "deca.errors"]]

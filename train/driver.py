@@ -18,24 +18,42 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from deca.checks import check_params
+from deca.checks import check_params, declare_quietly
 from deca.config import Params
-from deca.custom_tasks import declare
 from deca.errors import ConfigError, DataError, DecaError, interrupted
 from deca.io import write_json
 from deca.registry import resolve_tasks
+from deca.runs import RUN_FILE, latest_run, model_file, read_run_file
 from deca.schema import shard_rows, split_dir
 from eval.api import check_metrics
+from train.choices import allowed_values
 from train.progress import ProgressBar, resumed_iteration
 from train.resume import auto_resume, params_for_resume
-from deca.runs import RUN_FILE, latest_run, model_file, read_run_file
+from train.schedule import Schedule, from_config
 
 log = logging.getLogger(__name__)
 
 QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
              "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0", "PYTHONHASHSEED": "0"}
+
+
+def check_training(params: Params, origin: Mapping[str, str] | None = None) -> Schedule:
+    """Every check `deca validate` runs for training (deca.checks.check_params: the values, the custom tasks,
+    the task names, each task's metric, the strategy and its phases against the budget), once, with the params'
+    custom tasks declared in this process; returns the schedule the check built. `origin` says where each
+    value came from (deca.config.read_params)."""
+    declare_quietly(params)
+    built: list[Schedule] = []
+
+    def schedule(train_cfg, tasks):
+        built.append(from_config(train_cfg, tasks))
+        return built[-1]
+
+    check_params(params, origin, commands=["train"], choices=allowed_values(), schedule=schedule,
+                 metrics=check_metrics)
+    return built[-1]
 
 
 class TrainingFailed(DecaError):
@@ -68,7 +86,8 @@ def resolve_paths(params: Params, project: Path) -> Params:
 
 
 def check_inputs(params: Params, tasks: list[str]) -> None:
-    """Fail before starting Ray when the vocabulary or a processed split is missing."""
+    """Fail before starting Ray when the vocabulary, a processed split, the init_from checkpoint or a vector
+    source is missing (the params themselves: check_training)."""
     if not Path(params.data.vocab_path).exists():
         raise DataError(params.data.vocab_path, "vocabulary not found", fix="run `deca prepare` first")
     for task in tasks:
@@ -83,9 +102,6 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
                 raise DataError(d, f"the training split of task {task!r} has no examples",
                                 fix=f"check its raw files and `deca prepare --tasks {task}` (dropped.parquet says "
                                     "why rows were dropped), or remove it from train.tasks")
-    from train.schedule import from_config
-
-    check_params(params, commands=["train"], schedule=from_config, metrics=check_metrics)  # as `deca validate`
     init = params.train.init_from
     if init:
         if not model_file(init).is_file():
@@ -190,10 +206,12 @@ def _progress_sink():
 
 def fit(params: Params, *, run_name: str | None = None, resume: bool = False, progress: bool = True,
         project: str | Path | None = None, overrides: dict[str, Any] | None = None,
-        hooks: Sequence[Callable] = ()) -> Outcome:
+        hooks: Sequence[Callable] = (), schedule: Schedule | None = None) -> Outcome:
     """Train as `params.train` says; see the module docstring. Returns where everything went.
 
-    With `resume`, the run continues with the params it recorded, plus `overrides` (train/resume.py).
+    `schedule`: what check_training returned for these params in this process (they are not checked again);
+    None: they are checked here. With `resume`, the run continues with the params it recorded, plus
+    `overrides` (train/resume.py); those are checked again only where they differ from `params`.
     `hooks` are called with the worker's TrainingRecipe after every step (train/recipe.py; tests).
     A failure marks the MLflow run FAILED (KILLED on Ctrl-C); a new run that wrote no checkpoint leaves no
     run folder behind (it would count as the latest run for predict and serve)."""
@@ -201,7 +219,7 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
 
     project = Path(project or Path.cwd()).resolve()
     params, run_name, uri, run_id = open_run(resolve_paths(params, project), run_name, resume, project,
-                                             overrides or {})
+                                             overrides or {}, schedule)
     run_dir = Path(params.train.storage_dir) / run_name
     try:
         result = run_trainer(params, run_name, run_dir, uri, run_id, resume, progress, hooks)
@@ -313,12 +331,12 @@ def register_model(run_dir: Path, name: str | None, project: Path) -> bool:
     return False
 
 
-def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
-             overrides: dict[str, Any]) -> tuple[Params, str, str, str]:
-    """Check the inputs and create (or, with `resume`, reopen) the run: (params, run name, tracking URI,
-    MLflow run id). A new run writes <storage>/<name>/deca_run.json; an existing name is refused."""
+def open_run(params: Params, run_name: str | None, resume: bool, project: Path, overrides: dict[str, Any],
+             schedule: Schedule | None = None) -> tuple[Params, str, str, str]:
+    """Check the params (unless `schedule` says they were: see fit) and the inputs, and create (or, with
+    `resume`, reopen) the run: (params, run name, tracking URI, MLflow run id). A new run writes
+    <storage>/<name>/deca_run.json; an existing name is refused."""
     from deca.metric_logging import check_server
-    from train.schedule import from_config
     from train.tracking import record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 
     storage = Path(params.train.storage_dir)
@@ -327,15 +345,16 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path,
         run_file = storage / run_name / RUN_FILE
         if not run_file.exists():
             raise ConfigError(f"--resume: {run_file} not found; is {run_name!r} a run under {storage}?")
-        params = resolve_paths(params_for_resume(run_file, params, overrides), project)
+        recorded = resolve_paths(params_for_resume(run_file, params, overrides), project)
+        schedule, params = (schedule if recorded == params else None), recorded
         info = read_run_file(run_file)
         check_server(info["tracking_uri"])
         reopen_run(info["tracking_uri"], info["mlflow_run_id"])
-    declare(params)  # the custom tasks of the params trained with (a resumed run's own)
+    if schedule is None:  # configuration errors surface before Ray starts; the custom tasks of the params
+        schedule = check_training(params, {k: f"--set {k}={v}" for k, v in overrides.items()})  # trained with
     tc = params.train
     tasks = resolve_tasks(tc.tasks)
     check_inputs(params, tasks)
-    schedule = from_config(tc, tasks)  # configuration errors surface before Ray starts
     if resume:
         return params, run_name, info["tracking_uri"], info["mlflow_run_id"]
     run_name = run_name or default_run_name(params)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import params_from_args
+from deca.config import add_params_arguments
 from deca.errors import ConfigError
 
 SHOWN = 10  # differing tensors printed

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from deca.config import add_params_arguments, load_params, parse_overrides
+from deca.config import add_params_arguments, parse_overrides, read_params
 from deca.errors import ConfigError
 
 
@@ -32,11 +32,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.driver import auto_resume_run, fit
+    from train.driver import auto_resume_run, check_training, fit
 
     overrides = parse_overrides(args.overrides)
-    params = load_params(args.params, overrides=overrides)
-    check_before_anything(params)
+    params, origin = read_params(args.params, overrides)  # keys and types; where each value came from
+    # Every check `deca validate` runs for training, once, before a run folder is touched (`--auto-resume`
+    # removes a finished run to start it over: a bad strategy must not cost it) and before the inputs are
+    # looked at; the schedule it built goes to fit (not built again), the custom tasks stay declared.
+    schedule = check_training(params, origin)
     run_name = args.run_name
     if isinstance(args.resume, str):
         if run_name and run_name != args.resume:
@@ -47,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         if not run_name or resume:
             raise ConfigError("--auto-resume needs --run-name NAME (and no --resume)")
         resume = auto_resume_run(params, run_name)
-    outcome = fit(params, run_name=run_name, resume=resume, progress=not args.no_progress, overrides=overrides)
+    outcome = fit(params, run_name=run_name, resume=resume, progress=not args.no_progress, overrides=overrides,
+                  schedule=schedule)
     print(f"run {outcome.run_name}: {outcome.run_dir}")
     print(f"  mlflow run {outcome.mlflow_run_id} ({outcome.tracking_uri})")
     if outcome.checkpoint:
@@ -59,14 +63,3 @@ def run(args: argparse.Namespace) -> int:
         print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
     return 0
 
-
-def check_before_anything(params) -> None:
-    """Every check `deca validate` runs for training, before a run folder is touched (`--auto-resume` removes a
-    finished run to start it over: a bad strategy must not cost it) and before the inputs are looked at."""
-    from deca.checks import check_params
-    from deca.custom_tasks import declare
-    from eval.api import check_metrics
-    from train.schedule import from_config
-
-    declare(params)
-    check_params(params, commands=["train"], schedule=from_config, metrics=check_metrics)

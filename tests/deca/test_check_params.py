@@ -1,9 +1,11 @@
 """deca.checks.check_params, the one check of params: every problem at once, each after where its value came
 from (params.yaml and line, an overlay, --set), with the checks of other layers passed in."""
+import dataclasses
+
 import pytest
 
-from deca.checks import ParamsError, check_params
-from deca.config import CustomTaskConfig, Params, load_params, read_params
+from deca.checks import ParamsError, check_params, checked_params, load_params
+from deca.config import CustomTaskConfig, Params, read_params
 from deca.errors import ConfigError
 
 
@@ -60,9 +62,15 @@ def test_each_command_checks_what_it_reads():
     check_params(params, commands=())  # loading: values and custom tasks only
 
 
-def test_the_origin_recorded_at_load_is_the_default():
-    params = load_params("params.yaml", overrides={"train.tasks": ["nosuchtask"]})
-    assert str(refused(params, commands=["train"])).startswith("--set train.tasks=['nosuchtask']: ")
+def test_the_origin_travels_explicitly_from_reading_to_the_checks():
+    """Params carry nothing but their fields: where a value came from is read_params' second value, passed
+    to the checks (none passed: "params")."""
+    params, origin = read_params("params.yaml", {"train.tasks": ["nosuchtask"]})
+    assert str(refused(params, origin=origin, commands=["train"])).startswith("--set train.tasks=['nosuchtask']: ")
+    assert str(refused(params, commands=["train"])).startswith("params: train.tasks = ")
+    assert vars(params).keys() == {f.name for f in dataclasses.fields(Params)}  # no hidden attribute
+    with pytest.raises(ParamsError, match=r"^--set train.tasks=\['nosuchtask'\]: "):
+        checked_params("params.yaml", {"train.tasks": ["nosuchtask"]}, commands=["train"])
 
 
 def test_other_layers_checks_are_passed_in_and_keyed_by_what_they_name():
@@ -72,9 +80,9 @@ def test_other_layers_checks_are_passed_in_and_keyed_by_what_they_name():
     def vectors(source):
         raise ConfigError("not there")
 
-    params = load_params("params.yaml", overrides={"train.strategy": "zigzag"})
-    check_params(params)  # no schedule given: the strategy is the schedule's business
-    err = refused(params, schedule=schedule, vectors=vectors)
+    params, origin = read_params("params.yaml", {"train.strategy": "zigzag"})
+    check_params(params, origin)  # no schedule given: the strategy is the schedule's business
+    err = refused(params, origin=origin, schedule=schedule, vectors=vectors)
     assert [(p.key, p.involved()) for p in err.problems] == [
         ("train.strategy", {"train.strategy"}), ("model.word_vectors", {"model.word_vectors"})]
     assert "--set train.strategy=zigzag: train.strategy: unknown strategy 'zigzag'" in str(err)

@@ -1,9 +1,14 @@
 """Every parameter value is checked when params are loaded: key, value, what is allowed, and where it came from."""
 import pytest
 
+from deca.checks import RULES, checked_params, load_params
 from deca.cli import main
-from deca.config import Params, load_params
+from deca.config import Params
 from deca.errors import ConfigError
+from mqan.model import VARIANTS
+from mqan.precision import DECODING, TRAINING
+from train.data import BUCKETING
+from train.choices import PLACEMENT_STRATEGIES, allowed_values
 
 
 @pytest.mark.parametrize("key, value, allowed", [
@@ -23,10 +28,22 @@ def test_a_bad_value_in_the_file_names_its_line(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("train:\n  iterations: 10\n  lr: 0.0\nmodel:\n  variant: mqn\n", encoding="utf-8")
     with pytest.raises(ConfigError) as err:
-        load_params(path)
+        checked_params(path, choices=allowed_values())  # the model's variants are mqan's: deca is given them
     msg = str(err.value)
     assert f"{path}:3: train.lr = 0.0: must be > 0" in msg
     assert f"{path}:5: model.variant = 'mqn'" in msg and "did you mean 'mqan'" in msg  # every problem at once
+
+
+def test_each_list_of_allowed_values_is_the_one_of_the_code_that_acts_on_it():
+    """deca.checks writes none of them (deca imports no layer above it): the layer passes its own lists."""
+    lists = {"model.variant": tuple(VARIANTS), "train.precision": TRAINING, "evaluate.precision": DECODING,
+             "train.bucketing": BUCKETING, "train.placement_strategy": PLACEMENT_STRATEGIES}
+    assert allowed_values() == lists and not set(lists) & set(RULES)
+    for key, allowed in lists.items():
+        with pytest.raises(ConfigError) as err:
+            checked_params("params.yaml", {key: "nope"}, choices=allowed_values())
+        assert f"--set {key}=nope: {key} = 'nope': must be one of {', '.join(allowed)}" in str(err.value)
+        checked_params("params.yaml", {key: allowed[-1]}, choices=allowed_values())
 
 
 def test_unknown_keys_get_a_suggestion():
@@ -70,7 +87,7 @@ def test_a_model_without_input_features_is_refused_at_load():
 def test_key_lines_of_an_alias_bomb_is_empty_and_fast():
     import time
 
-    from deca.checks import key_lines
+    from deca.config import key_lines
     from tests.deca.test_config import mapping_bomb
 
     start = time.perf_counter()

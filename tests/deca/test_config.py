@@ -1,6 +1,7 @@
 import pytest
 
-from deca.config import Params, load_params
+from deca.checks import load_params
+from deca.config import Params
 from deca.errors import ConfigError
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from deca.config import Params, from_dict, load_params
+from deca.checks import load_params
+from deca.config import Params, from_dict
 from deca.custom_tasks import declare
 from deca.errors import ConfigError, DataError
 from deca.registry import get_task

@@ -7,7 +7,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from deca.config import Params, from_dict, load_params, params_from_args
+from deca.checks import load_params, params_from_args
+from deca.config import Params, from_dict
 from deca.custom_tasks import declare
 from deca.errors import ConfigError, DataError
 from deca.registry import all_tasks, get_task, resolve_tasks

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from deca.config import ModelConfig, Params, load_params
+from deca.checks import load_params
+from deca.config import ModelConfig, Params
 from deca.errors import ConfigError, DataError
 from deca.schema import read_split
 from infer.evaluate import evaluate

@@ -34,7 +34,7 @@ def test_generated_parts_are_up_to_date():
 
 def test_stages_are_the_declared_pipeline(index):
     tables = stages.current()
-    from deca.config import load_section
+    from deca.checks import load_section
     from deca.registry import get_task, resolve_tasks
 
     names = resolve_tasks(load_section("data", ROOT / "params.yaml").tasks)

@@ -11,6 +11,9 @@ import pytest
 
 from deca.cli import main
 from infra.validate_cli import STAMP_TEXT
+from mqan.model import VARIANTS
+from mqan.precision import DECODING, TRAINING
+from train.data import BUCKETING
 from tests.conftest import ROOT
 
 
@@ -24,7 +27,11 @@ from tests.conftest import ROOT
     ("model.word_vectors=/nonexistent/glove.txt", "word-vector source not found"),
     ("train.iterations=abc", "train.iterations: expected an integer"),
     ("train.itrations=5", "did you mean 'iterations'"),
-    ("evaluate.precision=fp8", "must be one of fp32, bf16, int8"),
+    ("evaluate.precision=fp8", f"must be one of {', '.join(DECODING)}"),  # the lists of the code that acts
+    ("train.precision=int8", f"must be one of {', '.join(TRAINING)}"),
+    ("model.variant=mqn", f"must be one of {', '.join(VARIANTS)} (did you mean 'mqan'?)"),
+    ("train.bucketing=exactly", f"must be one of {', '.join(BUCKETING)}"),
+    ("train.num_workers=0", "train.num_workers = 0: must be >= 1"),
 ])
 def test_validate_refuses_what_a_command_would_refuse_once_naming_the_set(item, message, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)

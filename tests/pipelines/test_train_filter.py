@@ -1,5 +1,6 @@
 """prepare.train_filter: the original implementation's training filters, off by default (the paper)."""
-from deca.config import TrainFilterConfig, load_params
+from deca.checks import load_params
+from deca.config import TrainFilterConfig
 from deca.registry import Dropped, Example, get_task
 from pipelines.rows import to_row
 

@@ -8,11 +8,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from deca.cli import build_parser
-from deca.config import Params, load_params
+from deca.checks import load_params
+from deca.config import Params
 from deca.errors import ConfigError, DataError
 from deca.config import parse_overrides
 from deca.runs import RUN_FILE, latest_run
-from train.driver import check_inputs, fit, resolve_paths
+from train.driver import check_inputs, check_training, fit, resolve_paths
 
 
 def test_parse_overrides_yaml_values():
@@ -54,7 +55,7 @@ def test_inputs_are_checked_before_ray_starts(mini_data, tmp_path):
         check_inputs(missing, ["sst"])
     zero = dataclasses.replace(params, train=dataclasses.replace(params.train, iterations=0))
     with pytest.raises(ConfigError, match="train.iterations = 0: must be >= 1"):
-        check_inputs(zero, ["sst"])
+        check_training(zero)  # the params: once, in check_training (check_inputs looks at the files)
     empty = tmp_path / "processed"
     shutil.copytree(processed / "sst", empty / "sst")
     for shard in (empty / "sst" / "train").glob("*.parquet"):  # a prepared split that kept no example
@@ -153,3 +154,45 @@ def test_the_worker_error_inside_ray_trains_error_is_what_is_said(tmp_path):
     other = str(training_failed(WorkerGroupError({0: ZeroDivisionError("x")}), "r", tmp_path, kept=True))
     assert other.startswith("training run 'r' failed: WorkerGroupError: Training failed due to worker errors:")
     assert "Traceback" not in other
+
+
+def test_deca_train_checks_params_builds_the_schedule_and_declares_custom_tasks_once(mini_data, tmp_path,
+                                                                                      monkeypatch):
+    """Up to starting Ray, `deca train` checks params once, builds the schedule once and declares the custom
+    tasks once in its process (it was 3, 3 and 2: the load, the command's check and fit's check each did)."""
+    import collections
+
+    import deca.checks
+    from train import driver
+
+    processed, vocab, _ = mini_data
+    calls = collections.Counter()
+
+    def counted(module, name):
+        real = getattr(module, name)
+
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        monkeypatch.setattr(module, name, wrapper)
+
+    counted(deca.checks, "check_params")
+    counted(deca.checks, "declare")
+    counted(driver, "check_params")
+    counted(driver, "from_config")
+
+    class RayStarts(Exception):
+        pass
+
+    def start_ray(params):
+        raise RayStarts
+    monkeypatch.setattr(driver, "start_ray", start_ray)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.chdir(tmp_path)
+    sets = [f"data.processed_dir={processed}", f"data.vocab_path={vocab}", "train.tasks=[sst]",
+            "model.word_vectors=null", f"train.storage_dir={tmp_path / 'runs'}"]
+    args = build_parser("train").parse_args(["train", *[a for s in sets for a in ("--set", s)], "--run-name", "x",
+                                             "--no-progress"])
+    with pytest.raises(driver.TrainingFailed, match="RayStarts"):
+        args._run(args)
+    assert calls == {"check_params": 1, "declare": 1, "from_config": 1}
