@@ -54,7 +54,8 @@ import pyarrow.parquet as pq  # noqa: E402
 from apache_beam.metrics import Metrics  # noqa: E402
 
 from deca.config import PrepareConfig  # noqa: E402
-from deca.errors import ConfigError, DataError  # noqa: E402
+from deca.contamination import FORMAT, IDS_FILE, MATRIX_FILE, load_flagged, split_key  # noqa: E402,F401
+from deca.errors import ConfigError  # noqa: E402
 from deca.io import replace_dir, write_json  # noqa: E402
 from deca.registry import get_task  # noqa: E402
 from deca.schema import bad_shard, shard_rows, shards  # noqa: E402
@@ -66,9 +67,6 @@ EVAL_SPLITS = ("validation", "test")
 NGRAM = 13
 COMMON_SHARE = 0.01
 COMMON_MIN = 10
-MATRIX_FILE = "contamination.json"
-IDS_FILE = "contaminated_ids.json"
-FORMAT = 1
 # a matrix cell: examples overlapping by field, in any field, by a real n-gram (a text of >= n tokens, not
 # common), and matching only common texts
 CELL_KEYS = (*FIELDS, "any", "ngram", "common_only")
@@ -333,11 +331,6 @@ def run(job: ContaminationJob, cfg: PrepareConfig, beam_args: Sequence[str] = ()
                                out=job.out)
 
 
-def split_key(task: str, split: str) -> str:
-    """How an evaluation split is named in the output: ``<task>/<split>``."""
-    return f"{task}/{split}"
-
-
 def assemble(job: ContaminationJob, examples: dict[tuple[str, str], int], thresholds: dict[str, int],
              found: dict[tuple[str, str], dict]) -> tuple[dict, dict]:
     """(contamination.json, contaminated_ids.json) from the parts the pipeline wrote."""
@@ -365,19 +358,6 @@ def assemble(job: ContaminationJob, examples: dict[tuple[str, str], int], thresh
            "common_thresholds": thresholds, "eval_splits": [split_key(t, s) for t, s in job.evals],
            "matrix": matrix}
     return doc, {"format": FORMAT, "n": job.n, "splits": ids}
-
-
-# ---- reading the output back (`deca evaluate`) ---------------------------------------------------------
-
-def load_flagged(out: str | Path) -> dict[str, set[str]]:
-    """``<task>/<split>`` -> the ids flagged in a contamination output folder (its contaminated_ids.json)."""
-    path = Path(out) / IDS_FILE
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        return {key: set(v["any"]) for key, v in doc["splits"].items()}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DataError(path, f"not a contamination output ({type(exc).__name__}: {exc})",
-                        fix="rerun `deca contamination` (or `dvc repro contamination`)") from None
 
 
 def summary(result: ContaminationResult) -> str:
