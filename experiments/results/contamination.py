@@ -76,4 +76,9 @@ def values(record: dict | None = None) -> dict[str, str]:
             "schema_srl": cell("schema/validation", "srl", "answer"),
             "schema_examples": f"{m['schema/validation']['examples']:,}",
             "sst_common": cell("sst/validation", "sst", "common_only"),
-            "sst_examples": f"{m['sst/validation']['examples']:,}"}
+            "sst_examples": f"{m['sst/validation']['examples']:,}",
+            "cost_corpora": record["cost"]["corpora"], "cost_machine": record["cost"]["machine"],
+            "cost_examples": f"{record['cost']['examples']:,}", "cost_train_ngrams": f"{record['cost']['train_ngrams']:,}",
+            "cost_prepare": f"{record['cost']['prepare_seconds']:.0f}",
+            "cost_contamination": f"{record['cost']['contamination_seconds']:.0f}",
+            "cost_ratio": f"{record['cost']['contamination_seconds'] / record['cost']['prepare_seconds']:.1f}"}
