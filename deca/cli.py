@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("deca.ls_cli", "list every registered task with its splits, metric and sources"),
     "download": ("pipelines.download_cli", "fetch the raw corpora (official URLs or a local mirror), verified"),
     "prepare": ("pipelines.prepare_cli", "Beam job: raw corpora -> (context, question, answer) Parquet + vocabulary"),
+    "contamination": ("pipelines.contamination_cli", "Beam job: validation/test examples that overlap training data (13-grams)"),
     "train": ("train.train_cli", "multitask MQAN training on Ray Train, tracked in MLflow"),
     "evaluate": ("infer.evaluate_cli", "decode a checkpoint on a split, write predictions, score and report"),
     "predict": ("infer.predict_cli", "ask a trained model your own questions (JSON lines in and out)"),

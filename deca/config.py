@@ -31,6 +31,7 @@ class DataConfig:
     raw_dir: str = "data/raw"
     processed_dir: str = "data/processed"
     vocab_path: str = "data/vocab.txt"
+    contamination_dir: str = "data/contamination"  # `deca contamination`: train/eval overlap (pipelines/contamination.py)
     mirror: str | None = None  # a local mirror of the official downloads; None = official URLs
 
 

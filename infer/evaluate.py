@@ -138,11 +138,32 @@ def predict_and_score(params, model, vocab, data: dict[str, list[dict]], device,
     return predictions, add_intervals({"split": ec.split, **decascore(results), "results": results})
 
 
+def add_clean(scored: dict, predictions: Mapping[str, Sequence[Record]], data: Mapping[str, list[dict]],
+              contamination: str | None, raw_dir: str | None = None) -> dict:
+    """`scored` with ``clean``: each task's score and the decaScore on the examples the contamination output
+    (`deca contamination`'s folder) does not flag (eval.clean); none when there is no such folder."""
+    if not contamination or not Path(contamination).is_dir():
+        if contamination:
+            log.info("no contamination output in %s (`deca contamination`): no clean scores", contamination)
+        return scored
+    from deca.contamination import load_flagged
+    from eval.clean import clean_scores
+
+    flagged = load_flagged(contamination)
+    by_id = {task: {p["id"]: p["prediction"] for p in records} for task, records in predictions.items()}
+    options_for = task_options(scored["split"], raw_dir, None, None, progress=False)
+    scored["clean"] = {"source": str(contamination),
+                       **clean_scores(scored["split"], by_id, data, flagged, options_for)}
+    return scored
+
+
 def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, progress: bool = True,
-             mlflow: bool = True, origin: Mapping[str, str] | None = None) -> dict:
+             mlflow: bool = True, origin: Mapping[str, str] | None = None, contamination: str | None = "") -> dict:
     """Decode, write, score and report as `params.evaluate` says; returns the scored dict (eval.score shape)
     with the files written (`files`) and the tasks skipped (`skipped`). `origin` says where each value of
-    params came from (for the errors of the checks; deca.config.read_params)."""
+    params came from (for the errors of the checks; deca.config.read_params). With the output of `deca
+    contamination` (`contamination`; "" = data.contamination_dir where it exists, None = none) the scores
+    on the examples it does not flag too (``clean``)."""
     ec = params.evaluate
     check_config(params, origin)
     check_outputs(ec)
@@ -163,6 +184,8 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
     model, vocab, extra = load_model(path, params.data.vocab_path, device)
     log.info("evaluating %s on %s (%s, %s) of %d task(s)", path, ec.split, device, precision, len(tasks))
     predictions, scored = predict_and_score(params, model, vocab, data, device, precision, progress)
+    add_clean(scored, predictions, data, params.data.contamination_dir if contamination == "" else contamination,
+              params.data.raw_dir)
     written = write_results(ec, scored, predictions, path, extra, skipped, run_info)
     if mlflow and run_info.get("mlflow_run_id"):
         try:
@@ -200,6 +223,8 @@ def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Seque
     doc = metrics_document(scored)
     doc.update(checkpoint=str(checkpoint), iteration=extra.get("iteration"), max_examples=ec.max_examples,
                skipped=dict(skipped))
+    if "clean" in scored:  # the scores without the examples `deca contamination` flags
+        doc["clean"] = clean_entry(scored["clean"])
     metrics = write_json(ec.metrics_path, doc)
     report = write_text(Path(ec.report_dir) / "report.md",
                         report_header(checkpoint, extra, ec.split, skipped, ec.max_examples) + markdown(scored)
@@ -209,6 +234,15 @@ def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Seque
     with tempfile.TemporaryDirectory() as tmp:
         plots = write_plots(scored, ec.plots_dir, training_curves(run_info, tmp))
     return Written(directory, metrics, report, chart, figure3, tuple(plots))
+
+
+def clean_entry(clean: Mapping[str, Any]) -> dict:
+    """metrics.json's ``clean``: the decaScore and each task's headline, n and excluded examples."""
+    return {"source": clean["source"], "decascore": clean["decascore"], "partial": clean["partial"],
+            "not_checked": clean["not_checked"],
+            "tasks": {t: {"n": r["n"], "excluded": r["excluded"],
+                          "headline": r["headline"]["value"] if r.get("headline") else None}
+                      for t, r in clean["results"].items()}}
 
 
 def training_curves(run_info: Mapping[str, Any], out_dir: str) -> dict[str, Path]:

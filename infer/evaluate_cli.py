@@ -45,6 +45,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "evaluate.* paths for the pipeline's split, eval/<split>/ for another split, so that "
                              "`--split test` never overwrites the pipeline's results)")
     add_params_arguments(parser)
+    parser.add_argument("--contamination", metavar="DIR",
+                        help="the output of `deca contamination`: report each task's score and the decaScore also "
+                             "on the examples it does not flag (default: data.contamination_dir where it exists; "
+                             "'none': not)")
     parser.add_argument("--no-mlflow", action="store_true", help="do not log to the run's MLflow run")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -75,17 +79,29 @@ def run(args: argparse.Namespace) -> int:
         from infer.model_uri import model_checkpoint
 
         checkpoint = str(model_checkpoint(args.model))
+    contamination = None if (args.contamination or "").lower() == "none" else (args.contamination or "")
     scored = evaluate(params, run=args.run, checkpoint=checkpoint, progress=not args.no_progress,
-                      mlflow=not args.no_mlflow, origin=origin)
+                      mlflow=not args.no_mlflow, origin=origin, contamination=contamination)
+    clean = scored.get("clean", {}).get("results", {})
     width = max(len(t) for t in scored["results"])
     for task, r in scored["results"].items():
         share = r["sources"]["share"]
         figure3 = "/".join(f"{share[s]:.0f}" for s in ("vocabulary", "context", "question")) if share else "-"
         print(f"{task:<{width}}  {r['headline']['name']:<13} {r['headline']['value']:7.2f}  (n={r['n']})  "
-              f"vocabulary/context/question {figure3}%")
+              f"vocabulary/context/question {figure3}%{clean_note(clean.get(task))}")
     for task, why in scored["skipped"].items():
         print(f"{task:<{width}}  skipped: {why}")
     note = f" (partial: {len(scored['missing'])} of the ten missing)" if scored["partial"] else ""
+    if "clean" in scored:
+        note += f"; clean subset {scored['clean']['decascore']:.2f}"
     print(f"decaScore {scored['decascore']:.2f}{note}")
     print("wrote " + ", ".join(scored["files"]))
     return 0
+
+
+def clean_note(entry) -> str:
+    """``  clean 81.20 (n=700, 172 flagged)`` for a task the contamination output covers, else nothing."""
+    if not entry:
+        return ""
+    value = f"{entry['headline']['value']:.2f}" if entry.get("headline") else "-"
+    return f"  clean {value} (n={entry['n']}, {entry['excluded']} flagged)"

@@ -40,6 +40,7 @@ STAGE_CODE = {
     "prepare": (["pipelines.prepare_cli"], ["pipelines.vocab"]),  # + what the task modules import
     "custom": (["pipelines.prepare_cli", "deca.custom_tasks"], ["pipelines.vocab"]),  # prepare_<custom task>
     "vocab": (["pipelines.prepare_cli"], ["pipelines.prepare"]),
+    "contamination": (["pipelines.contamination_cli"], []),
     "train": (["train.train_cli"], []),
     "evaluate": (["infer.evaluate_cli"], []),
     "report": (["eval.compare_cli"], []),

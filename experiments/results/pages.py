@@ -20,6 +20,7 @@ GENERATED = {
     "docs/results/transfer.md": "experiments.results.transfer",
     "docs/results/multitask.md": "experiments.results.multitask",
     "docs/results/gpu_floor.md": "experiments.results.gpu_floor",
+    "docs/results/contamination.md": "experiments.results.contamination",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {

@@ -32,6 +32,9 @@ INDEX = (
                            "bag-of-bigrams baseline gets {{linear_best}}."),
     ("transfer.md", "**Figure 4, transfer** to German→English: BLEU {{pre_tail}} from a four-task model against "
                      "{{rnd_tail}} from random initialization over the last {{last}} iterations; {{verdict}}."),
+    ("contamination.md", "**Train/evaluation overlap** on the real SST, WOZ, QA-SRL and MWSC (`deca contamination`): "
+                         "a 13-gram shared with training data in {{woz_ngram}} WOZ and {{srl_ngram}} QA-SRL validation "
+                         "examples, none in SST or MWSC."),
     ("speed.md", "**Speed and memory** side by side with the original MQAN (`../shared/speedcheck`)."),
     ("speedcheck_summary.md", "**Speedcheck rounds**: the raw rounds behind speed.md."),
     ("gpu.md", "**One GPU**: bf16 against fp32, and the SST recipe on an H100."),

@@ -98,6 +98,25 @@ def test_writes_predictions_metrics_report_and_plots(setup):
     assert (Path(ev.report_dir) / "headline.png").exists()
 
 
+def test_clean_scores_leave_out_the_examples_the_contamination_output_flags(setup):
+    """`deca contamination`'s folder (deca/contamination.py): each task's score and the decaScore also on the
+    examples it does not flag, in metrics.json's ``clean``."""
+    from deca.contamination import IDS_FILE
+
+    params = params_for(setup)
+    gold = read_split(params.data.processed_dir, "sst", "validation").to_pylist()
+    folder = setup[0] / "contamination"
+    folder.mkdir(exist_ok=True)
+    flagged = [str(gold[0]["id"])]
+    (folder / IDS_FILE).write_text(json.dumps({"format": 1, "n": 13, "splits": {
+        "sst/validation": {"any": flagged, "by_field": {}, "by_train_task": {}}}}))
+    scored = evaluate(params, progress=False, contamination=str(folder))
+    clean = json.loads(Path(params.evaluate.metrics_path).read_text())["clean"]
+    assert clean["tasks"]["sst"]["n"] == len(gold) - 1 and clean["tasks"]["sst"]["excluded"] == 1
+    assert clean["not_checked"] == ["schema"] and clean["decascore"] == pytest.approx(scored["clean"]["decascore"])
+    assert "clean" not in evaluate(params, progress=False, contamination=None)
+
+
 def test_figure3_from_the_decoded_answers(setup):
     """Which source answers (the paper's Figure 3), from the switch weights of the real greedy decoding:
     the shares of a task sum to 100%, and they are what the weights of `deca predict` give."""

@@ -41,7 +41,7 @@ def test_stages_are_the_declared_pipeline(index):
     assert [e["name"] for e in tables["tasks"].values()] == names
     assert all(get_task(e["name"]).key == key for key, e in tables["tasks"].items())
     expected = ({f"download@{c}" for c in tables["corpora"]} | {f"prepare@{k}" for k in tables["tasks"]}
-                | {"validate", "vocab", "train", "evaluate", "report"})
+                | {"validate", "vocab", "contamination", "train", "evaluate", "report"})
     assert set(index) == expected
     assert "prepare@sst" in index and "prepare@woz_en" in index  # `dvc repro prepare@sst` reruns one corpus
 

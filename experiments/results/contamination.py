@@ -1,0 +1,84 @@
+"""docs/results/contamination.md: which validation examples of the real corpora overlap training data
+(`deca contamination`, issue 36), from docs/results/records/contamination.json."""
+from __future__ import annotations
+
+from experiments.results import records
+from experiments.results.render import table
+
+PAGE = "docs/results/contamination.md"
+TEMPLATE = "contamination.md"
+FIELDS = ("context", "question", "answer")
+
+
+def pct(count: int, total: int) -> str:
+    return f"{100 * count / total:.1f}%" if total else "-"
+
+
+def overall_table(matrix: dict) -> str:
+    """Per evaluation split: examples, share flagged by field, in any field, by a real 13-gram."""
+    rows = []
+    for key, r in matrix.items():
+        n = r["examples"]
+        rows.append((f"`{key}`", f"{n:,}", *(pct(r["by_field"][f], n) for f in FIELDS), pct(r["flagged"], n),
+                     pct(r["by_field"]["ngram"], n)))
+    return table(("evaluation split", "examples", "context", "question", "answer", "any", "13-gram"), rows)
+
+
+def matrix_table(result: dict) -> str:
+    """The task x task matrix: a cell is the share of the evaluation split's examples overlapping the training
+    task in any field (its 13-gram share in brackets); '·' for none."""
+    train = result["train_tasks"]
+    rows = []
+    for key, r in result["matrix"].items():
+        n, cells = r["examples"], []
+        for t in train:
+            c = r["train"][t]
+            cells.append("·" if not c["any"]["examples"] else f"{pct(c['any']['examples'], n)} ({pct(c['ngram']['examples'], n)})")
+        rows.append((f"`{key}`", *cells))
+    return table(("evaluation split \\ training data", *(f"`{t}`" for t in train)), rows)
+
+
+def common_table(result: dict) -> str:
+    """Per evaluation split and its own training task: examples matching only common texts."""
+    rows = []
+    for key, r in result["matrix"].items():
+        own = r["train"].get(r["task"])
+        if own:
+            rows.append((f"`{key}`", pct(own["common_only"]["examples"], r["examples"]),
+                         f"{result['common_thresholds'][r['task']]:,}"))
+    return table(("evaluation split", "only common texts of its own task", "common from (training examples)"), rows)
+
+
+def values(record: dict | None = None) -> dict[str, str]:
+    """The placeholders of templates/contamination.md."""
+    record = record or records.load("contamination")
+    result = record["result"]
+    m = result["matrix"]
+
+    def cell(split: str, train: str, what: str) -> str:
+        return f"{m[split]['train'][train][what]['examples']:,}"
+
+    return {"date": record["date"], "commit": record["commit"], "data": record["data"], "machine": record["machine"],
+            "command": record["command"], "seconds": f"{record['seconds']:.0f}",
+            "examples": f"{record['counters']['examples']:,}", "n": str(result["n"]),
+            "common_share": f"{100 * result['common_share']:g}%", "common_min": str(result["common_min"]),
+            "overall_table": overall_table(m), "matrix_table": matrix_table(result), "common_table": common_table(result),
+            "woz_context": cell("woz.en/validation", "woz.en", "context"),
+            "woz_answer": cell("woz.en/validation", "woz.en", "answer"),
+            "woz_ngram": cell("woz.en/validation", "woz.en", "ngram"),
+            "woz_any_pct": pct(m["woz.en/validation"]["flagged"], m["woz.en/validation"]["examples"]),
+            "srl_question": cell("srl/validation", "srl", "question"),
+            "srl_answer": f"{m['srl/validation']['by_field']['answer']:,}",
+            "srl_ngram": cell("srl/validation", "srl", "ngram"),
+            "srl_any_pct": pct(m["srl/validation"]["flagged"], m["srl/validation"]["examples"]),
+            "schema_answer": f"{m['schema/validation']['by_field']['answer']:,}",
+            "schema_own": cell("schema/validation", "schema", "answer"),
+            "schema_srl": cell("schema/validation", "srl", "answer"),
+            "schema_examples": f"{m['schema/validation']['examples']:,}",
+            "sst_common": cell("sst/validation", "sst", "common_only"),
+            "sst_examples": f"{m['sst/validation']['examples']:,}",
+            "cost_corpora": record["cost"]["corpora"], "cost_machine": record["cost"]["machine"],
+            "cost_examples": f"{record['cost']['examples']:,}", "cost_train_ngrams": f"{record['cost']['train_ngrams']:,}",
+            "cost_prepare": f"{record['cost']['prepare_seconds']:.0f}",
+            "cost_contamination": f"{record['cost']['contamination_seconds']:.0f}",
+            "cost_ratio": f"{record['cost']['contamination_seconds'] / record['cost']['prepare_seconds']:.1f}"}

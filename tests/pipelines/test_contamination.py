@@ -1,0 +1,187 @@
+"""`deca contamination` (pipelines/contamination.py): planted duplicates are found in every field, disjoint
+data gives no overlap, templates and labels are common (not overlap), the output is the same bytes on the
+FnApiRunner and on the DaskRunner, a bad shard is an error naming it and leaves the output as it was."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dask
+import pyarrow as pa
+import pytest
+
+from deca.config import PrepareConfig
+from deca.errors import ConfigError, DataError
+from deca.schema import EXAMPLE_SCHEMA
+from pipelines import contamination as C
+from pipelines.sinks import write_table
+
+TASKS = ("sst", "schema")  # registered tasks with train and validation splits (checked: validation only)
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+
+
+def sentence(seed: int, length: int = 20) -> str:
+    """A text of distinct made-up words (w<seed>_<i>): no 13-gram shared with any other seed."""
+    return " ".join(f"{WORDS[(seed + i) % len(WORDS)]}{seed}x{i}" for i in range(length))
+
+
+def row(task: str, split: str, ident: str, context: str, question: str, answer: str) -> dict:
+    tok = lambda text: [f" {w} " for w in text.split()]  # revtok-like: whitespace marks around each token
+    return {"id": ident, "task": task, "split": split, "context": context, "question": question, "answer": answer,
+            "answers": [answer], "context_tokens": tok(context), "question_tokens": tok(question),
+            "answer_tokens": tok(answer), "gold": None}
+
+
+def write_split(root: Path, task: str, split: str, rows: list[dict], per_shard: int = 4) -> None:
+    for k, start in enumerate(range(0, max(len(rows), 1), per_shard)):
+        table = pa.Table.from_pylist(rows[start:start + per_shard], schema=EXAMPLE_SCHEMA)
+        write_table(table, root / task / split / f"part-{k:05d}.parquet")
+
+
+def corpus(root: Path, plant: bool = True) -> Path:
+    """Two tasks: 30 training and 12 validation examples each, every text made of its own words, a template
+    question per task, labels as answers; with `plant`, three validation examples of sst repeat training
+    text: a context window of 13 words of a schema training context, a long question of an sst training
+    example, and a long sst training answer."""
+    seed = 0
+    for t, task in enumerate(TASKS):
+        template = f"is this {task} review negative or positive ?"
+        train = []
+        for i in range(30):
+            seed += 1
+            long_answer = i == 7 and task == "sst"
+            train.append(row(task, "train", f"train-{i}", sentence(seed), template if i != 3 else sentence(seed + 500),
+                             sentence(seed + 900) if long_answer else ("positive" if i % 2 else "negative")))
+        write_split(root, task, "train", train)
+        val = []
+        for i in range(12):
+            seed += 1
+            val.append(row(task, "validation", f"dev-{i}", sentence(seed + 1000), template,
+                           "negative" if i % 2 else "positive"))
+        if plant and task == "sst":
+            schema_context = sentence(30 + 12 + 1 + 5).split()  # schema's training example 5 (written next)
+            val[2]["context_tokens"] = [f" {w} " for w in ["some", "new", "words"] + schema_context[4:17] + ["end"]]
+            val[5]["question_tokens"] = train[3]["question_tokens"]  # a long (non-template) training question
+            val[9]["answer_tokens"] = [t.upper() for t in train[7]["answer_tokens"]]  # case does not matter
+        write_split(root, task, "validation", val)
+    return root
+
+
+def run(processed: Path, out: Path, beam_args=(), **kw) -> C.ContaminationResult:
+    job = C.make_job(list(TASKS), processed, out, splits=["validation"], **kw)
+    return C.run(job, PrepareConfig(), list(beam_args))
+
+
+def test_hashes_are_ngrams_or_the_whole_short_text():
+    words = [f" w{i} " for i in range(15)]
+    assert len(C.text_hashes(words)) == 3
+    assert C.text_hashes([" A ", "b "]) == C.text_hashes(["a", " B"])  # lowercased, whitespace marks ignored
+    assert len(C.text_hashes(words[:12])) == 1 and C.text_hashes([]) == set() and C.text_hashes([" "]) == set()
+    assert C.common_threshold(80) == 10 and C.common_threshold(100_000) == 1000
+
+
+def test_every_planted_duplicate_is_found_in_its_field(tmp_path):
+    out = tmp_path / "contamination"
+    result = run(corpus(tmp_path / "processed"), out)
+    ids = json.loads((out / C.IDS_FILE).read_text())["splits"]
+    sst = ids["sst/validation"]
+    assert sst["any"] == ["dev-2", "dev-5", "dev-9"]
+    assert sst["by_field"] == {"context": ["dev-2"], "question": ["dev-5"], "answer": ["dev-9"],
+                               "ngram": ["dev-2", "dev-5", "dev-9"]}
+    assert sst["by_train_task"] == {"schema": {"context": ["dev-2"], "question": [], "answer": [], "any": ["dev-2"],
+                                               "ngram": ["dev-2"]},
+                                    "sst": {"context": [], "question": ["dev-5"], "answer": ["dev-9"],
+                                            "any": ["dev-5", "dev-9"], "ngram": ["dev-5", "dev-9"]}}
+    assert ids["schema/validation"]["any"] == []
+    m = result.matrix["matrix"]
+    assert m["sst/validation"]["train"]["sst"]["any"] == {"examples": 2, "share": round(2 / 12, 6)}
+    assert m["sst/validation"]["train"]["schema"]["context"]["examples"] == 1
+    assert m["sst/validation"]["flagged"] == 3 and m["schema/validation"]["flagged"] == 0
+    # the template question and the labels are in every training example: common, not overlap
+    assert m["sst/validation"]["train"]["sst"]["common_only"]["examples"] == 12 - 2
+    assert m["schema/validation"]["train"]["sst"]["common_only"]["examples"] == 12  # the same labels, common in sst
+    assert result.counters["examples"] == 2 * (30 + 12) and result.counters["overlapping_examples"] == 3
+    assert json.loads((out / C.MATRIX_FILE).read_text()) == result.matrix
+    assert C.load_flagged(out) == {"sst/validation": {"dev-2", "dev-5", "dev-9"}, "schema/validation": set()}
+
+
+def test_disjoint_data_has_no_overlap(tmp_path):
+    result = run(corpus(tmp_path / "processed", plant=False), tmp_path / "out")
+    for r in result.matrix["matrix"].values():
+        assert r["flagged"] == 0 and all(c[k]["examples"] == 0 for c in r["train"].values()
+                                         for k in ("context", "question", "answer", "any", "ngram"))
+    # with every text counting (no common texts), the template and the labels match
+    strict = run(tmp_path / "processed", tmp_path / "strict", common_min=10_000, common_share=1.0)
+    assert strict.matrix["matrix"]["sst/validation"]["by_field"] == {"context": 0, "question": 12, "answer": 12,
+                                                                     "ngram": 0}
+
+
+def parts_of(processed: Path, out: Path, build_and_run) -> dict[str, bytes]:
+    """The per-split files the pipeline writes, built and run by `build_and_run(build)`."""
+    job = C.make_job(list(TASKS), processed, out, splits=["validation"])
+    examples = job.examples()
+    thresholds = {t: C.common_threshold(examples[(t, "train")]) for t in job.train}
+    out.mkdir()
+    build_and_run(lambda p: C.build(p, job.shard_list(), thresholds, job.n, str(out)))
+    return {f.name: f.read_bytes() for f in sorted(out.iterdir())}
+
+
+def test_the_dask_translation_writes_what_the_local_runner_writes(tmp_path):
+    """The DaskRunner's translation (pipelines/dask_runner.py) on Dask's synchronous scheduler: no cluster."""
+    import apache_beam as beam
+
+    from pipelines import dask_runner
+
+    processed = corpus(tmp_path / "processed")
+
+    def local(build):
+        p = beam.Pipeline(runner="FnApiRunner")
+        build(p)
+        p.run().wait_until_finish()
+
+    def on_dask(build):
+        p = beam.Pipeline(runner="BundleBasedDirectRunner")
+        build(p)
+        p.replace_all([dask_runner.LiftCombines(), *dask_runner.dask_overrides()])
+        visitor = dask_runner.BagVisitor(3)
+        p.visit(visitor)
+        dask.compute(visitor.final(), scheduler="sync")
+
+    one, two = parts_of(processed, tmp_path / "local", local), parts_of(processed, tmp_path / "dask", on_dask)
+    assert one == two and "sst@validation.json" in one
+
+
+@pytest.mark.slow
+def test_the_output_is_the_same_bytes_on_a_dask_cluster(tmp_path):
+    processed = corpus(tmp_path / "processed")
+    local = run(processed, tmp_path / "local")
+    on_dask = run(processed, tmp_path / "dask", ["--runner=DaskRunner", "--dask_local_workers=2"])
+    for name in (C.MATRIX_FILE, C.IDS_FILE):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "dask" / name).read_bytes()
+    assert on_dask.counters == local.counters
+
+
+def test_a_bad_shard_is_an_error_naming_it_and_the_output_stays(tmp_path):
+    processed = corpus(tmp_path / "processed")
+    out = tmp_path / "out"
+    run(processed, out)
+    before = (out / C.MATRIX_FILE).read_bytes()
+    bad = processed / "schema" / "train" / "part-00001.parquet"
+    bad.write_bytes(b"PAR1 not parquet")
+    with pytest.raises(DataError) as err:
+        run(processed, out)
+    assert str(bad) in str(err.value)
+    assert (out / C.MATRIX_FILE).read_bytes() == before and sorted(p.name for p in out.iterdir()) == [C.IDS_FILE,
+                                                                                                  C.MATRIX_FILE]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_missing_split_and_bad_settings_are_clear_errors(tmp_path):
+    with pytest.raises(DataError, match="no processed Parquet shards for task 'sst' split 'train'"):
+        run(tmp_path / "nothing", tmp_path / "out")
+    with pytest.raises(ConfigError, match="--ngram"):
+        C.make_job(list(TASKS), tmp_path, tmp_path / "out", n=0)
+    with pytest.raises(ConfigError, match="evaluation split"):
+        C.make_job(list(TASKS), tmp_path, tmp_path / "out", splits=["train"])
