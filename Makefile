@@ -33,9 +33,12 @@ run: $(STAMP)
 	@$(BIN)/python -c "import json; m = json.load(open('eval/metrics.json')); \
 	print('decaScore', round(m['decascore'], 2), 'on', m['split'], '(partial)' if m['partial'] else '')"
 
-## The test suite (fast tests and the slow integration tests, which CI runs too).
+## The test suite (fast tests and the slow integration tests, which CI runs too), a test file at a time on
+## each of two workers (pytest-xdist): most slow tests wait on child processes, so two cores finish sooner.
+## TEST_WORKERS=0 runs them in this one process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile
 
 ## Every generated page of docs/results and the README's results index, from their records
 ## (docs/results/records/, experiments/results/); the tests fail when a committed page differs.

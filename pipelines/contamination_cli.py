@@ -25,7 +25,8 @@ import argparse
 import logging
 
 from deca.checks import check_params
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import params_from_args
+from deca.config import add_params_arguments
 
 LOG = logging.getLogger("deca.contamination")
 PASS_THROUGH = "beam_args"

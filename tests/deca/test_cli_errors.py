@@ -101,3 +101,11 @@ def test_a_reader_that_goes_away_ends_quietly():
                               stderr=subprocess.PIPE, env=env, cwd=ROOT)
     closed.stdout.close()  # before the command writes anything
     assert closed.wait(timeout=60) == 141 and closed.stderr.read() == b""
+
+
+@pytest.mark.parametrize("command", sorted(__import__("deca.cli", fromlist=["COMMANDS"]).COMMANDS))
+def test_every_subcommand_imports_and_has_help(command, capsys):
+    """Each subcommand's module imports (a moved name fails here, not in a DVC stage) and prints its --help."""
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0 and f"deca {command}" in capsys.readouterr().out
