@@ -159,7 +159,7 @@ def test_the_page_installs_with_the_package(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(root / name, src / name)
-    for package in ("deca", "pipelines", "train", "eval", "infra"):
+    for package in ("deca", "pipelines", "mqan", "train", "infer", "eval", "infra"):
         shutil.copytree(root / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.json",
                                                                                        "plots", "report", "predictions"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
