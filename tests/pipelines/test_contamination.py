@@ -243,6 +243,8 @@ def run_mixed(processed: Path, out: Path, **kw) -> C.ContaminationResult:
 def test_the_output_is_the_bytes_of_the_first_implementation(tmp_path):
     """tests/fixtures/contamination_expected holds what the first implementation (one element per hash)
     wrote for `mixed_corpus`; batching by hash bucket must not change a byte."""
+    import apache_beam as beam
+
     out = tmp_path / "out"
     result = run_mixed(mixed_corpus(tmp_path / "processed"), out)
     for name in (C.MATRIX_FILE, C.IDS_FILE):
@@ -250,3 +252,27 @@ def test_the_output_is_the_bytes_of_the_first_implementation(tmp_path):
     assert result.counters == json.loads((EXPECTED / "counters.json").read_text())
     ids = json.loads((out / C.IDS_FILE).read_text())["splits"]
     assert sum(len(v["any"]) for v in ids.values()) > 10  # the fixture does match
+    # the bucketing does not change what is found: one bucket, or many
+    job = C.make_job(list(MIXED_TASKS), tmp_path / "processed", out, common_min=3, common_share=0.05)
+    examples = job.examples()
+    thresholds = {t: C.common_threshold(examples[(t, "train")], 0.05, 3) for t in job.train}
+    parts = {}
+    for buckets in (1, 1024):
+        parts[buckets] = tmp_path / f"parts{buckets}"
+        parts[buckets].mkdir()
+        p = beam.Pipeline(runner="FnApiRunner")
+        C.build(p, job.shard_list(), thresholds, job.n, str(parts[buckets]), buckets=buckets)
+        p.run().wait_until_finish()
+    assert [f.read_bytes() for f in sorted(parts[1].iterdir())] == [f.read_bytes() for f in sorted(parts[1024].iterdir())]
+    with pytest.raises(ConfigError, match="power of two"):
+        C.build(None, [], {}, 13, str(tmp_path), buckets=48)
+
+
+def test_the_command_line(tmp_path, capsys):
+    from deca.cli import main
+
+    processed = corpus(tmp_path / "processed")
+    assert main(["contamination", "--tasks", *TASKS, "--splits", "validation", "--processed", str(processed),
+                 "--out", str(tmp_path / "out")]) == 0
+    assert "sst/validation" in capsys.readouterr().out
+    assert C.load_flagged(tmp_path / "out")["sst/validation"] == {"dev-2", "dev-5", "dev-9"}
