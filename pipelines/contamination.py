@@ -50,6 +50,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from hashlib import blake2b as _blake2b
+from itertools import accumulate
 from typing import Any, Iterable, Iterator, Sequence
 
 from pipelines import beam_options  # noqa: F401  (first: quiets Beam's import-time warning)
@@ -91,17 +92,30 @@ def normalize(tokens: Iterable[str]) -> list[str]:
     return out
 
 
-def hash_array(tokens: Iterable[str], n: int = NGRAM) -> tuple[np.ndarray, bool]:
+def hash_array(tokens: Sequence[str], n: int = NGRAM) -> tuple[np.ndarray, bool]:
     """(the uint64 blake2b hashes of a text's word n-grams, or of its whole token sequence when shorter than
     n, in order with repeats (empty for an empty text); whether it is shorter than n). The bytes hashed are
-    the normalized words joined by U+001F, UTF-8."""
-    words = [w.encode("utf-8") for w in normalize(tokens)]
+    the `normalize`d words joined by U+001F, UTF-8: one encoded string per text, each n-gram a slice of it."""
+    words = _normalized(tokens)
     if not words:
         return np.empty(0, np.uint64), True
-    short = len(words) < n
-    grams = [b"\x1f".join(words)] if short else [b"\x1f".join(words[i:i + n]) for i in range(len(words) - n + 1)]
-    digests = b"".join([_blake2b(g, digest_size=8).digest() for g in grams])
-    return np.frombuffer(digests, dtype=">u8").astype(np.uint64), short
+    text = "\x1f".join(words)
+    data = text.encode("utf-8")
+    if len(words) < n:
+        return np.frombuffer(_blake2b(data, digest_size=8).digest(), dtype=">u8").astype(np.uint64), True
+    sizes = map(len, words) if text.isascii() else (len(w.encode("utf-8")) for w in words)
+    starts = [0, *accumulate(size + 1 for size in sizes)]  # word k: data[starts[k]:starts[k + 1] - 1]
+    digests = b"".join([_blake2b(data[starts[i]:starts[i + n] - 1], digest_size=8).digest()
+                        for i in range(len(words) - n + 1)])
+    return np.frombuffer(digests, dtype=">u8").astype(np.uint64), False
+
+
+def _normalized(tokens: Sequence[str]) -> list[str]:
+    """`normalize`, lowercasing the text at once (tokens joined by NUL, which no case mapping crosses)."""
+    joined = "\x00".join(tokens)
+    if joined.count("\x00") != max(len(tokens) - 1, 0):  # a token holding NUL itself
+        return normalize(tokens)
+    return [w for w in (t.strip() for t in joined.lower().split("\x00")) if w]
 
 
 def text_hashes(tokens: Iterable[str], n: int = NGRAM) -> set[int]:
