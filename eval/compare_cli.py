@@ -23,7 +23,9 @@ prints per task and for the decaScore: each side's value with its 95% interval, 
 95% interval and p-value, McNemar's p-value (exact-match tasks, one run a side), the task's chance/majority
 baseline from the gold answers, and the verdict (eval/verdict.py): reproduced / opposite (the interval of b - a
 excludes 0 on the --expect side / the other), inconclusive (it covers 0), not tested (a side's interval reaches
-the baseline).
+the baseline). Where `deca contamination` has run (--contamination DIR, default data.contamination_dir; 'none'
+to skip), also b - a on the clean subset, without the examples of the --split (default evaluate.split) it
+flags, and how many it flags per task.
 
 MLflow rows read <split>/<task>/<metric>: the values `deca evaluate` logged at the iteration it scored
 (tag evaluated.<split>), else the latest validation round of training. --out PREFIX writes PREFIX.md,
@@ -64,6 +66,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pr.add_argument("--replicates", type=int, default=1000, metavar="N",
                     help="bootstrap resamples (default: %(default)s)")
     pr.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: %(default)s)")
+    pr.add_argument("--contamination", metavar="DIR",
+                    help="the output of `deca contamination`: also b - a without the examples it flags (default: "
+                         "data.contamination_dir where it exists; 'none': no clean columns)")
     parser.add_argument("--paper", action="store_true", help="add the paper's Table 3 rows (MQAN, five strategies)")
     parser.add_argument("--split", help="split of the MLflow metrics (default: evaluate.split)")
     parser.add_argument("--tasks", nargs="+", metavar="SEL",
@@ -144,7 +149,10 @@ def run_paired(args: argparse.Namespace) -> int:
         raise ConfigError("a paired comparison needs both --runs-a and --runs-b (predictions directories)")
     if args.replicates < 100:
         raise ConfigError(f"--replicates must be at least 100 for a 95% interval, got {args.replicates}")
-    result = paired.paired(args.runs_a, args.runs_b, expect=args.expect, replicates=args.replicates, seed=args.seed)
+    params = params_from_args(args)  # the defaults when the file is missing
+    source, flagged = contamination_of(args.contamination, params.data.contamination_dir)
+    result = paired.paired(args.runs_a, args.runs_b, expect=args.expect, replicates=args.replicates, seed=args.seed,
+                           flagged=flagged, split=args.split or params.evaluate.split, source=source)
     if args.out:
         from deca.io import write_json, write_text
 
@@ -153,3 +161,16 @@ def run_paired(args: argparse.Namespace) -> int:
         write_json(prefix.with_name(prefix.name + ".json"), result)
     print(json.dumps(result, indent=2) if args.json else paired.text(result))
     return 0
+
+
+def contamination_of(option: str | None, default: str) -> tuple[str | None, dict[str, set[str]] | None]:
+    """(folder, flagged ids) of --contamination: 'none' -> none; unset -> `default` where it exists; a
+    folder given is read (a DataError naming its file when it is not a contamination output)."""
+    from deca.contamination import load_flagged
+
+    if option is not None and option.lower() == "none":
+        return None, None
+    if option is None and not Path(default).is_dir():
+        return None, None
+    folder = option or default
+    return folder, load_flagged(folder)

@@ -6,7 +6,8 @@ Each DIR is a predictions directory written by `deca evaluate` (evaluate.predict
 both sides have, and for the decaScore: b minus a with its paired-bootstrap 95% interval and p-value
 (eval.stats), McNemar's p-value for exact-match tasks with one run a side, each side's interval, the
 task's chance/majority baseline computed from the gold answers (eval.verdict.baseline), and the verdict
-(eval.verdict) against the expected direction.
+(eval.verdict) against the expected direction. Given the output of `deca contamination`, also b minus a
+on the clean subset: without the evaluation examples it flags as overlapping training data.
 """
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from deca.contamination import split_key
 from deca.errors import DataError
 from deca.io import json_line
-from deca.registry import all_tasks
+from deca.registry import DECANLP, all_tasks
 from eval.verdict import baseline
 from eval.examples import kind_of
 from eval.labels import TASK_LABELS
@@ -95,9 +97,12 @@ def _aligned(examples: Examples, order: Sequence[str]) -> np.ndarray:
 
 
 def paired(a_dirs: Sequence[str | Path], b_dirs: Sequence[str | Path], expect: str = "higher",
-           replicates: int = 1000, seed: int = 0) -> dict:
+           replicates: int = 1000, seed: int = 0, flagged: Mapping[str, set[str]] | None = None,
+           split: str = "validation", source: str | Path | None = None) -> dict:
     """The comparison as a JSON-ready dict: per task and for the decaScore, b - a with interval, p-values,
-    each side's interval, the baseline and the verdict (expected direction of b - a: `expect`)."""
+    each side's interval, the baseline and the verdict (expected direction of b - a: `expect`). With
+    `flagged` (deca.contamination.load_flagged of the folder `source`; the runs scored `split`), also
+    ``clean``: the same difference on the examples it does not flag (`clean_rows`)."""
     a, examples = group(a_dirs)
     b, _ = group(b_dirs, orders={t: e.ids for t, e in examples.items()})
     shared = [t for t in a if t in b]
@@ -109,8 +114,40 @@ def paired(a_dirs: Sequence[str | Path], b_dirs: Sequence[str | Path], expect: s
     for key, diff in found.items():
         floor = baseline(key, examples[key].answers, examples[key].questions) if key in examples else None
         rows[key] = _row(diff, floor, sign)
-    return {"a": [str(d) for d in a_dirs], "b": [str(d) for d in b_dirs], "expect": expect,
-            "replicates": replicates, "seed": seed, "rows": rows}
+    result = {"a": [str(d) for d in a_dirs], "b": [str(d) for d in b_dirs], "expect": expect,
+              "replicates": replicates, "seed": seed, "rows": rows}
+    if flagged is not None:
+        result["clean"] = {"source": str(source), "split": split,
+                           **clean_rows({t: a[t] for t in shared}, {t: b[t] for t in shared}, examples, flagged,
+                                        split, replicates, seed)}
+    return result
+
+
+def clean_rows(a: Mapping[str, Sample], b: Mapping[str, Sample], examples: Mapping[str, Examples],
+               flagged: Mapping[str, set[str]], split: str, replicates: int, seed: int) -> dict:
+    """{"rows": {task or decascore: {"a", "b", "diff", "p", "n", "excluded"}}, "not_checked": [tasks]}: b - a
+    without the examples `flagged` names for ``<task>/<split>`` (tasks whose split the contamination output
+    does not cover are not checked; a task with every example flagged has n 0 and no difference, and is
+    left out of the clean decaScore)."""
+    keep_a, keep_b, counts, not_checked = {}, {}, {}, []
+    for task in a:
+        ids = flagged.get(split_key(task, split))
+        if ids is None:
+            not_checked.append(task)
+            continue
+        mask = np.array([i not in ids for i in examples[task].ids], dtype=bool)
+        counts[task] = {"n": int(mask.sum()), "excluded": int((~mask).sum())}
+        if mask.any():
+            keep_a[task] = Sample(a[task].kind, a[task].values[:, mask])
+            keep_b[task] = Sample(b[task].kind, b[task].values[:, mask])
+    rows = {t: {"a": None, "b": None, "diff": None, "p": None, **c} for t, c in counts.items()}
+    if keep_a:
+        for key, diff in compare(keep_a, keep_b, replicates=replicates, seed=seed).items():
+            summed = [t for t in keep_a if t in DECANLP]
+            c = counts.get(key) or {"n": sum(counts[t]["n"] for t in summed),
+                                    "excluded": sum(counts[t]["excluded"] for t in summed)}
+            rows[key] = {"a": diff.a.to_json(), "b": diff.b.to_json(), "diff": diff.diff.to_json(), "p": diff.p, **c}
+    return {"rows": rows, "not_checked": not_checked}
 
 
 def _row(diff: Difference, floor: float | None, sign: float) -> dict:
@@ -120,22 +157,34 @@ def _row(diff: Difference, floor: float | None, sign: float) -> dict:
 
 
 def text(result: Mapping) -> str:
-    """The comparison as an aligned table for a terminal."""
+    """The comparison as an aligned table for a terminal (with ``clean``: b - a on the clean subset and the
+    examples flagged, per task and for the decaScore)."""
+    clean = result.get("clean")
     head = ["task", "a [95%]", "b [95%]", "b - a [95%]", "p", "McNemar p", "baseline", "verdict"]
+    if clean:
+        head += ["clean b - a [95%]", "clean p", "flagged"]
     body = []
     for key, r in result["rows"].items():
         name = "decaScore" if key == "decascore" else TASK_LABELS.get(key, key)
-        body.append([name, _show(r["a"]), _show(r["b"]), _show(r["diff"], signed=True), f"{r['p']:.3g}",
-                     "-" if r["mcnemar"] is None else f"{r['mcnemar']:.3g}",
-                     "-" if r["baseline"] is None else f"{r['baseline']:.1f}", r["verdict"]])
+        cells = [name, _show(r["a"]), _show(r["b"]), _show(r["diff"], signed=True), f"{r['p']:.3g}",
+                 "-" if r["mcnemar"] is None else f"{r['mcnemar']:.3g}",
+                 "-" if r["baseline"] is None else f"{r['baseline']:.1f}", r["verdict"]]
+        if clean:
+            c = clean["rows"].get(key)
+            cells += (["-", "-", "not checked"] if c is None else
+                      ["-" if c["diff"] is None else _show(c["diff"], signed=True),
+                       "-" if c["p"] is None else f"{c['p']:.3g}", f"{c['excluded']:,} of {c['n'] + c['excluded']:,}"])
+        body.append(cells)
     widths = [max(len(c) for c in col) for col in zip(head, *body)]
     fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
     runs = f"{len(result['a'])} run(s) vs {len(result['b'])} run(s)"
     title = (f"b - a: {runs}, paired bootstrap of {result['replicates']} resamples (seed {result['seed']}); "
              f"expected: b {result['expect']} than a")
-    legend = ("verdict: reproduced / opposite = the 95% interval of b - a excludes 0 on the expected / other side; "
-              "inconclusive = it covers 0; not tested = a side's interval reaches its task's baseline")
-    return "\n".join([title, fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body), legend])
+    legend = ["verdict: reproduced / opposite = the 95% interval of b - a excludes 0 on the expected / other side; "
+              "inconclusive = it covers 0; not tested = a side's interval reaches its task's baseline"]
+    if clean:
+        legend.append(f"clean: without the {clean['split']} examples `deca contamination` flags ({clean['source']})")
+    return "\n".join([title, fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body), *legend])
 
 
 def _show(i: Mapping, signed: bool = False) -> str:

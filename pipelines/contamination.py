@@ -19,11 +19,17 @@ contamination of one evaluation example.
 
 Pipeline::
 
-    Create[shards] -> Reshuffle -> HashShard --train--> ((hash, T), examples of T holding it)
-                                                        -> CombinePerKey(sum) -> (hash, (T, count))
-                                             --eval---> (hash, (task, split, id, field))
-    CoGroupByKey(hash) -> Match (eval x train tasks, common or not) -> Distinct
-      -> GroupByKey((task, split)) -> WritePart (<staging>/parts/<task>@<split>.json)
+    Create[shards] -> Reshuffle -> HashShard --train--> (bucket, (T, sorted hashes, examples of the shard
+                                                         holding each))
+                                             --eval---> (bucket, (task, split, ids, sorted hashes, example,
+                                                         field and whether the text is short))
+    Flatten -> GroupByKey(bucket) -> Match (numpy: per training task, shards' counts summed, eval hashes
+      looked up with searchsorted; common or not) -> GroupByKey((task, split)) -> WritePart
+      (<staging>/parts/<task>@<split>.json)
+
+A bucket is the top log2(BUCKETS) bits of the hash (64 buckets): what crosses the shuffle is shards x
+buckets arrays, not one element per hash, and hashing is one blake2b call per n-gram with the digests
+read as one numpy array per text.
 
 The driver then builds ``contamination.json`` (the task x task matrix: per evaluation task/split and
 training task, examples and share overlapping by field context/question/answer/any; ``ngram``: those of
@@ -36,7 +42,6 @@ run leaves the previous output as it was.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -44,11 +49,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from hashlib import blake2b as _blake2b
+from itertools import accumulate
 from typing import Any, Iterable, Iterator, Sequence
 
 from pipelines import beam_options  # noqa: F401  (first: quiets Beam's import-time warning)
 
 import apache_beam as beam  # noqa: E402
+import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from apache_beam.metrics import Metrics  # noqa: E402
@@ -56,7 +64,7 @@ from apache_beam.metrics import Metrics  # noqa: E402
 from deca.config import PrepareConfig  # noqa: E402
 from deca.contamination import FORMAT, IDS_FILE, MATRIX_FILE, load_flagged, split_key  # noqa: E402,F401
 from deca.errors import ConfigError  # noqa: E402
-from deca.io import replace_dir, write_json  # noqa: E402
+from deca.io import replace_dir, write_json, write_text  # noqa: E402
 from deca.registry import get_task  # noqa: E402
 from deca.schema import bad_shard, shard_rows, shards  # noqa: E402
 
@@ -84,8 +92,30 @@ def normalize(tokens: Iterable[str]) -> list[str]:
     return out
 
 
-def _h(words: Sequence[str]) -> int:
-    return int.from_bytes(hashlib.blake2b("\x1f".join(words).encode("utf-8"), digest_size=8).digest(), "big")
+def hash_array(tokens: Sequence[str], n: int = NGRAM) -> tuple[np.ndarray, bool]:
+    """(the uint64 blake2b hashes of a text's word n-grams, or of its whole token sequence when shorter than
+    n, in order with repeats (empty for an empty text); whether it is shorter than n). The bytes hashed are
+    the `normalize`d words joined by U+001F, UTF-8: one encoded string per text, each n-gram a slice of it."""
+    words = _normalized(tokens)
+    if not words:
+        return np.empty(0, np.uint64), True
+    text = "\x1f".join(words)
+    data = text.encode("utf-8")
+    if len(words) < n:
+        return np.frombuffer(_blake2b(data, digest_size=8).digest(), dtype=">u8").astype(np.uint64), True
+    sizes = map(len, words) if text.isascii() else (len(w.encode("utf-8")) for w in words)
+    starts = [0, *accumulate(size + 1 for size in sizes)]  # word k: data[starts[k]:starts[k + 1] - 1]
+    digests = b"".join([_blake2b(data[starts[i]:starts[i + n] - 1], digest_size=8).digest()
+                        for i in range(len(words) - n + 1)])
+    return np.frombuffer(digests, dtype=">u8").astype(np.uint64), False
+
+
+def _normalized(tokens: Sequence[str]) -> list[str]:
+    """`normalize`, lowercasing the text at once (tokens joined by NUL, which no case mapping crosses)."""
+    joined = "\x00".join(tokens)
+    if joined.count("\x00") != max(len(tokens) - 1, 0):  # a token holding NUL itself
+        return normalize(tokens)
+    return [w for w in (t.strip() for t in joined.lower().split("\x00")) if w]
 
 
 def text_hashes(tokens: Iterable[str], n: int = NGRAM) -> set[int]:
@@ -96,12 +126,8 @@ def text_hashes(tokens: Iterable[str], n: int = NGRAM) -> set[int]:
 
 def hashes_and_kind(tokens: Iterable[str], n: int = NGRAM) -> tuple[set[int], bool]:
     """(`text_hashes`, whether the text is shorter than n: hashed whole)."""
-    words = normalize(tokens)
-    if not words:
-        return set(), True
-    if len(words) < n:
-        return {_h(words)}, True
-    return {_h(words[i:i + n]) for i in range(len(words) - n + 1)}, False
+    hashes, short = hash_array(tokens, n)
+    return set(hashes.tolist()), short
 
 
 def common_threshold(train_examples: int, share: float = COMMON_SHARE, minimum: int = COMMON_MIN) -> int:
@@ -109,54 +135,117 @@ def common_threshold(train_examples: int, share: float = COMMON_SHARE, minimum: 
     return max(minimum, math.ceil(share * train_examples))
 
 
+def bucket_bounds(hashes: np.ndarray, buckets: int) -> Iterator[tuple[int, int, int]]:
+    """(bucket, start, stop) of the non-empty buckets of sorted uint64 `hashes`: bucket b holds the hashes
+    whose top log2(buckets) bits are b (`buckets` a power of two)."""
+    width = 1 << 64 - (buckets.bit_length() - 1)
+    edges = np.searchsorted(hashes, np.array([b * width for b in range(1, buckets)], dtype=np.uint64))
+    starts = [0, *edges.tolist()]
+    stops = [*edges.tolist(), len(hashes)]
+    for b, (lo, hi) in enumerate(zip(starts, stops)):
+        if hi > lo:
+            yield b, lo, hi
+
+
+def example_counts(hashes: np.ndarray, examples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct hashes, how many distinct examples hold each) from parallel arrays of hashes and the
+    example each came from."""
+    if not len(hashes):
+        return np.empty(0, np.uint64), np.empty(0, np.int64)
+    order = np.lexsort((examples, hashes))
+    h, e = hashes[order], examples[order]
+    first = np.ones(len(h), bool)
+    first[1:] = (h[1:] != h[:-1]) | (e[1:] != e[:-1])
+    return np.unique(h[first], return_counts=True)
+
+
 # ---- what runs on the workers --------------------------------------------------------------------------
 
 TRAIN, EVAL = "train", "eval"
 COLUMNS = ["id", "context_tokens", "question_tokens", "answer_tokens"]
+BUCKETS = 64  # hash buckets: the shuffle moves shards x buckets elements, each a sorted array of hashes
+
+
+def read_shard(path: str, batch_size: int = 2048) -> Iterator[dict]:
+    """The id and token columns of one processed shard, batch by batch as Python lists; a DataError naming
+    the file when it is not readable."""
+    try:
+        reader = pq.ParquetFile(path)
+        batches = list(reader.iter_batches(batch_size=batch_size, columns=COLUMNS))
+    except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
+        raise bad_shard(path, exc) from None
+    for batch in batches:
+        yield batch.to_pydict()
 
 
 class HashShard(beam.DoFn):
-    """One processed shard -> its hashes: for a training shard ((hash, task), examples of the shard holding
-    it), main output; for an evaluation shard (hash, (task, split, id, field index)), tagged EVAL."""
+    """One processed shard -> per hash bucket, its hashes as sorted arrays: for a training shard (bucket,
+    (TRAIN, task, hashes, examples of the shard holding each)); for an evaluation shard (bucket, (EVAL,
+    task, split, ids, hashes, example index into ids, field * 2 + short)), every (hash, example, field) once."""
 
-    def __init__(self, n: int, batch_size: int = 2048):
-        self.n, self.batch_size = n, batch_size
+    def __init__(self, n: int, buckets: int = BUCKETS):
+        self.n, self.buckets = n, buckets
         self.examples = Metrics.counter(NAMESPACE, "examples")
         self.train_ngrams = Metrics.counter(NAMESPACE, "train.ngrams")
         self.eval_ngrams = Metrics.counter(NAMESPACE, "eval.ngrams")
 
     def process(self, item: tuple[str, str, str, str]) -> Iterator[Any]:
         role, task, split, path = item
-        try:
-            reader = pq.ParquetFile(path)
-            batches = list(reader.iter_batches(batch_size=self.batch_size, columns=COLUMNS))
-        except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
-            raise bad_shard(path, exc) from None
-        counts: Counter = Counter()
-        for batch in batches:
-            rows = batch.to_pydict()
-            ids = rows["id"]
-            self.examples.inc(len(ids))
+        ids: list[str] = []
+        hashes, owners, codes = [], [], []
+        for rows in read_shard(path):
+            self.examples.inc(len(rows["id"]))
             columns = [rows[f"{f}_tokens"] for f in FIELDS]
-            for i, ident in enumerate(ids):
-                if role == TRAIN:
-                    # examples holding the hash, not occurrences
-                    counts.update(set().union(*(text_hashes(col[i], self.n) for col in columns)))
-                    continue
+            for i, ident in enumerate(rows["id"]):
                 for f, col in enumerate(columns):
-                    hashes, short = hashes_and_kind(col[i], self.n)
-                    self.eval_ngrams.inc(len(hashes))
-                    for h in hashes:
-                        yield beam.pvalue.TaggedOutput(EVAL, (h, (task, split, str(ident), f, short)))
+                    h, short = hash_array(col[i], self.n)
+                    if role == EVAL:
+                        h = np.unique(h)
+                        codes.append(np.full(len(h), 2 * f + short, np.uint8))
+                    hashes.append(h)
+                    owners.append(np.full(len(h), len(ids), np.int64))
+                ids.append(str(ident))
+        h = np.concatenate(hashes) if hashes else np.empty(0, np.uint64)
+        e = np.concatenate(owners) if owners else np.empty(0, np.int64)
         if role == TRAIN:
-            self.train_ngrams.inc(len(counts))
-            for h, c in counts.items():
-                yield (h, task), c
+            yield from self._train(task, h, e)
+        else:
+            yield from self._eval(task, split, ids, h, e, np.concatenate(codes) if codes else np.empty(0, np.uint8))
+
+    def _train(self, task: str, h: np.ndarray, e: np.ndarray) -> Iterator[Any]:
+        hashes, counts = example_counts(h, e)  # examples holding the hash, not occurrences
+        self.train_ngrams.inc(len(hashes))
+        for b, lo, hi in bucket_bounds(hashes, self.buckets):
+            yield b, (TRAIN, task, hashes[lo:hi], counts[lo:hi])
+
+    def _eval(self, task: str, split: str, ids: list[str], h: np.ndarray, e: np.ndarray,
+              codes: np.ndarray) -> Iterator[Any]:
+        self.eval_ngrams.inc(len(h))
+        order = np.argsort(h, kind="stable")
+        h, e, codes = h[order], e[order], codes[order]
+        for b, lo, hi in bucket_bounds(h, self.buckets):
+            used, local = np.unique(e[lo:hi], return_inverse=True)
+            yield beam.pvalue.TaggedOutput(EVAL, (b, (EVAL, task, split, [ids[j] for j in used.tolist()], h[lo:hi],
+                                                      local.astype(np.int64), codes[lo:hi])))
+
+
+def merge_train(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """One training task's (sorted hashes, counts) of a bucket from those of its shards: counts summed."""
+    if len(parts) == 1:
+        return parts[0]
+    h = np.concatenate([p[0] for p in parts])
+    c = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    hashes, inverse = np.unique(h, return_inverse=True)
+    counts = np.zeros(len(hashes), np.int64)
+    np.add.at(counts, inverse, c)
+    return hashes, counts
 
 
 class Match(beam.DoFn):
-    """(hash, {train: [(T, count)], eval: [(task, split, id, field, short)]}) -> ((task, split), id, field,
-    short, T, common) for every evaluation entry and training task holding the hash."""
+    """(bucket, [training and evaluation arrays]) -> ((task, split), {T: {field/ngram/common: ids}}) for
+    every evaluation split with an example matching training task T in the bucket: by field the examples
+    with a match that is not common for T, ngram those of them in a text of >= n tokens, common those with a
+    common match."""
 
     def __init__(self, thresholds: dict[str, int]):
         self.thresholds = thresholds
@@ -164,39 +253,66 @@ class Match(beam.DoFn):
         self.common = Metrics.counter(NAMESPACE, "common_hashes")
 
     def process(self, kv) -> Iterator[tuple]:
-        _, groups = kv
-        train = Counter()
-        for t, c in groups[TRAIN]:
-            train[t] += c
-        if not train:
+        _, values = kv
+        parts: dict[str, list] = {}
+        evals = []
+        for v in values:
+            if v[0] == TRAIN:
+                parts.setdefault(v[1], []).append((v[2], v[3]))
+            else:
+                evals.append(v[1:])
+        if not parts or not evals:
             return
-        entries = list(groups[EVAL])
-        if not entries:
-            return
-        self.matched.inc()
-        for t, c in sorted(train.items()):
-            common = c >= self.thresholds[t]
-            if common:
-                self.common.inc()
-            for task, split, ident, f, short in entries:
-                yield (task, split), ident, f, short, t, common
+        tables = {t: merge_train(parts[t]) for t in sorted(parts)}
+        eval_hashes = np.unique(np.concatenate([e[3] for e in evals]))
+        train_hashes = np.unique(np.concatenate([h for h, _ in tables.values()]))
+        self.matched.inc(len(np.intersect1d(eval_hashes, train_hashes, assume_unique=True)))
+        for t, (h, c) in tables.items():
+            self.common.inc(int(np.count_nonzero(np.isin(h, eval_hashes, assume_unique=True) & (c >= self.thresholds[t]))))
+        out: dict[tuple[str, str], dict] = {}
+        for task, split, ids, h, ex, codes in evals:  # a split's shards: their ids together
+            for t, table in tables.items():
+                cell = self._cell(table, self.thresholds[t], ids, h, ex, codes)
+                if cell:
+                    kinds = out.setdefault((task, split), {}).setdefault(t, {})
+                    for name, found in cell.items():
+                        kinds.setdefault(name, set()).update(found)
+        for key in sorted(out):
+            yield key, {t: {name: sorted(v) for name, v in kinds.items()} for t, kinds in out[key].items()}
+
+    @staticmethod
+    def _cell(table: tuple[np.ndarray, np.ndarray], threshold: int, ids: list[str], h: np.ndarray, ex: np.ndarray,
+              codes: np.ndarray) -> dict[str, list[str]] | None:
+        """One evaluation shard's bucket against one training task: the ids by kind of match, or None."""
+        th, tc = table
+        pos = np.minimum(np.searchsorted(th, h), len(th) - 1)
+        hit = th[pos] == h
+        if not hit.any():
+            return None
+        common = hit & (tc[pos] >= threshold)
+        real = hit & ~common
+        field = codes >> 1
+        masks = {name: real & (field == f) for f, name in enumerate(FIELDS)}
+        masks.update(ngram=real & ((codes & 1) == 0), common=common)
+        return {name: [ids[j] for j in np.unique(ex[m]).tolist()] for name, m in masks.items()}
 
 
 class WritePart(beam.DoFn):
-    """((task, split), matches) -> <parts>/<task>@<split>.json: per training task, the ids by field."""
+    """((task, split), [{T: {field/ngram/common: ids}} per bucket]) -> <parts>/<task>@<split>.json: per
+    training task, the ids by field."""
 
     def __init__(self, parts_dir: str):
         self.parts_dir = parts_dir
         self.overlaps = Metrics.counter(NAMESPACE, "overlapping_examples")
 
     def process(self, kv) -> Iterator[str]:
-        (task, split), matches = kv
+        (task, split), found = kv
         cells: dict[str, dict[str, set]] = {}
-        for ident, f, short, t, common in matches:
-            cell = cells.setdefault(t, {name: set() for name in (*FIELDS, "ngram", "common")})
-            cell["common" if common else FIELDS[f]].add(ident)
-            if not (common or short):
-                cell["ngram"].add(ident)
+        for by_task in found:
+            for t, kinds in by_task.items():
+                cell = cells.setdefault(t, {name: set() for name in (*FIELDS, "ngram", "common")})
+                for name, ids in kinds.items():
+                    cell[name].update(ids)
         out, flagged = {}, set()
         for t in sorted(cells):
             cell = cells[t]
@@ -206,14 +322,8 @@ class WritePart(beam.DoFn):
                       "common_only": sorted(cell["common"] - any_ids)}
         self.overlaps.inc(len(flagged))
         path = Path(self.parts_dir) / f"{task}@{split}.json"
-        from deca.io import write_text
-
         write_text(path, json.dumps({"task": task, "split": split, "cells": out}, sort_keys=True))
         yield str(path)
-
-
-def _match_key(m: tuple) -> tuple:
-    return m[0], m[1:]
 
 
 # ---- the job -------------------------------------------------------------------------------------------
@@ -269,20 +379,18 @@ def make_job(task_names: Sequence[str], processed: str | Path, out: str | Path, 
 
 
 def build(p: beam.Pipeline, items: Sequence[tuple[str, str, str, str]], thresholds: dict[str, int], n: int,
-          parts_dir: str) -> None:
-    """Add the contamination transforms to `p` (see the module docstring)."""
+          parts_dir: str, buckets: int = BUCKETS) -> None:
+    """Add the contamination transforms to `p` (see the module docstring); `buckets` a power of two."""
+    if buckets < 1 or buckets & (buckets - 1):
+        raise ConfigError(f"contamination: hash buckets must be a power of two (got {buckets})")
     hashed = (p
               | "Shards" >> beam.Create(list(items))
               | "Reshuffle" >> beam.Reshuffle()
-              | "Hash" >> beam.ParDo(HashShard(n)).with_outputs(EVAL, main=TRAIN))
-    train = (hashed[TRAIN]
-             | "CountTrain" >> beam.CombinePerKey(sum)
-             | "ByHash" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1]))))
-    _ = ({TRAIN: train, EVAL: hashed[EVAL]}
-         | "Join" >> beam.CoGroupByKey()
+              | "Hash" >> beam.ParDo(HashShard(n, buckets)).with_outputs(EVAL, main=TRAIN))
+    _ = ((hashed[TRAIN], hashed[EVAL])
+         | "Both" >> beam.Flatten()
+         | "ByBucket" >> beam.GroupByKey()
          | "Match" >> beam.ParDo(Match(thresholds))
-         | "Distinct" >> beam.Distinct()
-         | "BySplit" >> beam.Map(_match_key)
          | "GroupSplit" >> beam.GroupByKey()
          | "WritePart" >> beam.ParDo(WritePart(parts_dir)))
 

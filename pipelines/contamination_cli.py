@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import logging
 
-from deca.checks import check_params
 from deca.checks import params_from_args
 from deca.config import add_params_arguments
 
@@ -64,8 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not getattr(args, "verbose", False):
         logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    params = params_from_args(args)
-    check_params(params, commands=["prepare"])  # the runner and Beam options are prepare's
+    params = params_from_args(args, commands=["prepare"])  # the runner and Beam options are prepare's
     names = resolve_tasks(_selectors(args.tasks) or params.data.tasks)
     train = resolve_tasks(_selectors(args.train_tasks)) if args.train_tasks else None
     job = contamination.make_job(names, args.processed or params.data.processed_dir,

@@ -81,4 +81,16 @@ def values(record: dict | None = None) -> dict[str, str]:
             "cost_examples": f"{record['cost']['examples']:,}", "cost_train_ngrams": f"{record['cost']['train_ngrams']:,}",
             "cost_prepare": f"{record['cost']['prepare_seconds']:.0f}",
             "cost_contamination": f"{record['cost']['contamination_seconds']:.0f}",
-            "cost_ratio": f"{record['cost']['contamination_seconds'] / record['cost']['prepare_seconds']:.1f}"}
+            "cost_ratio": f"{record['cost']['contamination_seconds'] / record['cost']['prepare_seconds']:.1f}",
+            **cost_values(record["cost"])}
+
+
+def cost_values(cost: dict) -> dict[str, str]:
+    """The placeholders of the cost section: the first implementation, the larger run, the commands."""
+    larger = cost["larger"]
+    return {"cost_first": f"{cost['first_implementation_seconds']:.0f}",
+            "cost_speedup": f"{cost['first_implementation_seconds'] / cost['contamination_seconds']:.1f}",
+            "cost_larger": (f"On {larger['corpora']} ({larger['examples']:,} examples, {larger['train_ngrams']:,} "
+                            f"distinct training hashes) prepare took {larger['prepare_seconds']:.0f} s and "
+                            f"contamination {larger['contamination_seconds']:.0f} s (load average {larger['load']})."),
+            "cost_commands": "\n".join(f"- {c}" for c in cost["commands"])}

@@ -108,3 +108,44 @@ def test_score_task_keeps_statistics_and_intervals_reach_the_metrics_document():
     doc = metrics_document(add_intervals(scored, replicates=300))
     low, high = doc["tasks"]["sst"]["interval"]
     assert low < doc["tasks"]["sst"]["headline"] < high and doc["decascore_interval"] == [low, high]
+
+
+def write_contamination(folder, flagged: dict[str, list[str]]):
+    """A `deca contamination` output folder flagging these ids per ``<task>/<split>`` (its ids file)."""
+    from deca.contamination import FORMAT, IDS_FILE
+
+    folder.mkdir(parents=True)
+    splits = {key: {"any": ids, "by_field": {}, "by_train_task": {}} for key, ids in flagged.items()}
+    (folder / IDS_FILE).write_text(json.dumps({"format": FORMAT, "n": 13, "splits": splits}), encoding="utf-8")
+    return folder
+
+
+def test_clean_columns_leave_out_the_flagged_examples(tmp_path, capsys):
+    """b fixes 60 of a's errors; the contamination output flags 50 of the fixed examples: on the clean subset
+    b - a is 10 fixes less 10 breaks over 750 examples, about 0."""
+    a, b, _ = sst_pair(tmp_path)
+    a_correct = [json.loads(line)["stats"][0] > 0 for line in (a / "sst.jsonl").read_text().splitlines()]
+    fixed = [f"sst/{i}" for i, ok in enumerate(a_correct) if not ok][:50]
+    cont = write_contamination(tmp_path / "cont", {"sst/validation": fixed, "squad/validation": []})
+    result = paired.paired([a], [b], replicates=300, flagged={"sst/validation": set(fixed)}, split="validation",
+                           source=cont)
+    clean = result["clean"]["rows"]
+    assert clean["sst"]["n"] == 750 and clean["sst"]["excluded"] == 50
+    assert result["rows"]["sst"]["diff"]["value"] == pytest.approx(100 * 50 / 800)
+    assert clean["sst"]["diff"]["value"] == pytest.approx(0.0, abs=1e-9)
+    assert clean["decascore"]["diff"]["value"] == pytest.approx(0.0, abs=1e-9) and clean["decascore"]["excluded"] == 50
+    assert main(["compare", "--runs-a", str(a), "--runs-b", str(b), "--replicates", "200",
+                 "--contamination", str(cont)]) == 0
+    out = capsys.readouterr().out
+    assert "clean b - a [95%]" in out and f"({cont})" in out
+    sst = next(line for line in out.splitlines() if line.startswith("SST"))
+    assert "+0.0 [" in sst and "50 of 800" in sst
+    # another split than the output covers: not checked; 'none': no clean columns; a folder that is not one
+    assert main(["compare", "--runs-a", str(a), "--runs-b", str(b), "--replicates", "200", "--split", "test",
+                 "--contamination", str(cont)]) == 0
+    assert "not checked" in capsys.readouterr().out
+    assert main(["compare", "--runs-a", str(a), "--runs-b", str(b), "--replicates", "200",
+                 "--contamination", "none"]) == 0
+    assert "clean" not in capsys.readouterr().out
+    assert main(["compare", "--runs-a", str(a), "--runs-b", str(b), "--contamination", str(tmp_path / "nothing")]) != 0
+    assert str(tmp_path / "nothing" / "contaminated_ids.json") in capsys.readouterr().err

@@ -185,3 +185,114 @@ def test_a_missing_split_and_bad_settings_are_clear_errors(tmp_path):
         C.make_job(list(TASKS), tmp_path, tmp_path / "out", n=0)
     with pytest.raises(ConfigError, match="evaluation split"):
         C.make_job(list(TASKS), tmp_path, tmp_path / "out", splits=["train"])
+
+
+# ---- the output is what the first implementation wrote (one Beam element per hash, commit 0dd82dc) -----
+
+EXPECTED = Path(__file__).resolve().parents[1] / "fixtures" / "contamination_expected"
+MIXED_TASKS = ("sst", "schema", "woz.en")
+
+
+def mixed_corpus(root: Path) -> Path:
+    """Three tasks with train, validation and test splits of random texts over a small vocabulary: empty,
+    short and long texts, labels and a template (common), and evaluation texts that copy slices of training
+    texts of any task (some upper-cased, some with a word changed), so that every kind of match happens.
+    Seeded: the same files every time."""
+    import random
+
+    rng = random.Random(36)
+    vocab = [f"v{i}" for i in range(40)]
+    train_texts: list[list[str]] = []
+
+    def text(copy: bool) -> list[str]:
+        if copy and train_texts and rng.random() < 0.6:
+            src = rng.choice(train_texts)
+            if rng.random() < 0.3:
+                return src
+            start = rng.randrange(max(len(src) - 12, 1))
+            words = src[start:start + rng.choice([2, 13, 14, 30])]
+            if words and rng.random() < 0.2:
+                words = words[:]
+                words[rng.randrange(len(words))] = "changed"
+            return [w.upper() if rng.random() < 0.1 else w for w in words]
+        return rng.choices(vocab, k=rng.choice([0, 1, 3, 12, 13, 14, 25, 40]))
+
+    for task in MIXED_TASKS:
+        template = f"what is the {task} label ?".split()
+        for split, count in (("train", 50), ("validation", 14), ("test", 9)):
+            rows = []
+            for i in range(count):
+                question = template if rng.random() < 0.7 else text(split != "train")
+                answer = [rng.choice(["yes", "no"])] if rng.random() < 0.5 else text(split != "train")
+                context = text(split != "train")
+                if split == "train":
+                    train_texts.extend([context, question, answer])
+                r = row(task, split, f"{split}-{i}", "c", "q", "a")
+                r.update(context_tokens=[f" {w} " for w in context], question_tokens=[f" {w} " for w in question],
+                         answer_tokens=[f"{w} " for w in answer])
+                rows.append(r)
+            write_split(root, task, split, rows, per_shard=rng.choice([3, 7, 50]))
+    return root
+
+
+def run_mixed(processed: Path, out: Path, **kw) -> C.ContaminationResult:
+    job = C.make_job(list(MIXED_TASKS), processed, out, common_min=3, common_share=0.05, **kw)
+    return C.run(job, PrepareConfig())
+
+
+def test_the_output_is_the_bytes_of_the_first_implementation(tmp_path):
+    """tests/fixtures/contamination_expected holds what the first implementation (one element per hash)
+    wrote for `mixed_corpus`; batching by hash bucket must not change a byte."""
+    import apache_beam as beam
+
+    out = tmp_path / "out"
+    result = run_mixed(mixed_corpus(tmp_path / "processed"), out)
+    for name in (C.MATRIX_FILE, C.IDS_FILE):
+        assert (out / name).read_bytes() == (EXPECTED / name).read_bytes(), name
+    assert result.counters == json.loads((EXPECTED / "counters.json").read_text())
+    ids = json.loads((out / C.IDS_FILE).read_text())["splits"]
+    assert sum(len(v["any"]) for v in ids.values()) > 10  # the fixture does match
+    # the bucketing does not change what is found: one bucket, or many
+    job = C.make_job(list(MIXED_TASKS), tmp_path / "processed", out, common_min=3, common_share=0.05)
+    examples = job.examples()
+    thresholds = {t: C.common_threshold(examples[(t, "train")], 0.05, 3) for t in job.train}
+    parts = {}
+    for buckets in (1, 1024):
+        parts[buckets] = tmp_path / f"parts{buckets}"
+        parts[buckets].mkdir()
+        p = beam.Pipeline(runner="FnApiRunner")
+        C.build(p, job.shard_list(), thresholds, job.n, str(parts[buckets]), buckets=buckets)
+        p.run().wait_until_finish()
+    assert [f.read_bytes() for f in sorted(parts[1].iterdir())] == [f.read_bytes() for f in sorted(parts[1024].iterdir())]
+    with pytest.raises(ConfigError, match="power of two"):
+        C.build(None, [], {}, 13, str(tmp_path), buckets=48)
+
+
+def test_the_command_line(tmp_path, capsys):
+    from deca.cli import main
+
+    processed = corpus(tmp_path / "processed")
+    assert main(["contamination", "--tasks", *TASKS, "--splits", "validation", "--processed", str(processed),
+                 "--out", str(tmp_path / "out")]) == 0
+    assert "sst/validation" in capsys.readouterr().out
+    assert C.load_flagged(tmp_path / "out")["sst/validation"] == {"dev-2", "dev-5", "dev-9"}
+
+
+def test_the_hashes_are_blake2b_of_the_joined_normalized_words():
+    """hash_array (one encoded string per text, n-grams as slices, lowercased at once) against the
+    definition, on tokens that are not ASCII, change length when encoded or lowercased, or hold separators."""
+    import hashlib
+
+    def reference(tokens, n):
+        words = [t.strip().lower() for t in tokens]
+        words = [w for w in words if w]
+        h = lambda ws: int.from_bytes(hashlib.blake2b("\x1f".join(ws).encode("utf-8"), digest_size=8).digest(), "big")
+        if not words:
+            return set()
+        return {h(words)} if len(words) < n else {h(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+    texts = [[" Straße ", "ΟΔΟΣ", " İstanbul", "日本語 ", "\u2003em\u2003", "a\x00b", "x"] * 3,
+             [" ΣΑΣ ", "ǅ", "ﬃ", "\x1f", "", "  ", "Ω"] * 3, [f" w{i} " for i in range(20)], ["\x00", "A"] * 9]
+    for tokens in texts:
+        for n in (1, 2, 13):
+            assert C.text_hashes(tokens, n) == reference(tokens, n), (tokens, n)
