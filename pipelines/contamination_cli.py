@@ -24,8 +24,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from deca.checks import check_params
-from deca.config import add_params_arguments, params_from_args
+from deca.checks import check_params, params_from_args
+from deca.config import add_params_arguments
 
 LOG = logging.getLogger("deca.contamination")
 PASS_THROUGH = "beam_args"
