@@ -188,6 +188,27 @@ def apply(params_path: str | Path, combined: Mapping[str, Any], dvc_yaml: str | 
     return changed
 
 
+def dvc_running(params_path: str | Path) -> Path | None:
+    """The lock file of the DVC repository that holds params_path when a DVC command holds it (`dvc exp run` or
+    `dvc repro` in this workspace: .dvc/tmp/lock, which DVC locks with flock), else None. Writing params.yaml
+    then would change the params of the experiment that runs (README: experiments side by side)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: DVC locks differently there; not checked
+        return None
+    root = next((d for d in Path(params_path).resolve().parents if (d / ".dvc").is_dir()), None)
+    lock = root / ".dvc" / "tmp" / "lock" if root else None
+    if lock is None or not lock.is_file():
+        return None
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return lock
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -212,6 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.print:
         print(shlex.join([a for o in overrides(combined) for a in ("-S", o)]))
         return 0
+    busy = dvc_running(args.params)
+    if busy:
+        print(f"error: a DVC command is running in this repository ({busy} is held): an experiment in the workspace "
+              "reads params.yaml, so it is not changed now. Wait for it; to run experiments side by side, queue "
+              "them (`... -- --queue`, then `dvc exp run --run-all -j 1`)", file=sys.stderr)
+        return 1
     changed = apply(args.params, combined)
     print(f"applied {', '.join(args.overlays)} to {', '.join(changed)}")
     if args.write:

@@ -147,3 +147,22 @@ def test_an_overlay_alias_bomb_is_refused(tmp_path):
     bomb.write_text(list_bomb())
     with pytest.raises(ConfigError, match=r"bomb\.yaml:\d+: refused: its aliases"):
         load_overlay(bomb)
+
+
+def test_no_overlay_is_applied_while_a_dvc_command_runs_in_the_workspace(tmp_path, capsys):
+    """While `dvc exp run` runs in the workspace (it holds .dvc/tmp/lock, as DVC locks it: zc.lockfile), applying
+    an overlay would rewrite the params.yaml the running experiment reads: refused, params.yaml untouched."""
+    import zc.lockfile
+
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    (tmp_path / ".dvc" / "tmp").mkdir(parents=True)
+    before = (tmp_path / "params.yaml").read_bytes()
+    argv = ["--write", str(ROOT / "infra/params/gpu.yaml"), "--params", str(tmp_path / "params.yaml")]
+    held = zc.lockfile.LockFile(str(tmp_path / ".dvc" / "tmp" / "lock"))
+    try:
+        assert overlay.main(argv) == 1
+    finally:
+        held.close()
+    assert "a DVC command is running" in capsys.readouterr().err
+    assert (tmp_path / "params.yaml").read_bytes() == before
+    assert overlay.main(argv) == 0 and (tmp_path / "params.yaml").read_bytes() != before  # the lock released
