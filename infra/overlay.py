@@ -188,24 +188,53 @@ def apply(params_path: str | Path, combined: Mapping[str, Any], dvc_yaml: str | 
     return changed
 
 
-def dvc_running(params_path: str | Path) -> Path | None:
-    """The lock file of the DVC repository that holds params_path when a DVC command holds it (`dvc exp run` or
-    `dvc repro` in this workspace: .dvc/tmp/lock, which DVC locks with flock), else None. Writing params.yaml
-    then would change the params of the experiment that runs (README: experiments side by side)."""
+def _alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def dvc_running(params_path: str | Path) -> str | None:
+    """What DVC runs in the repository that holds params_path, else None: a `dvc exp run` in the workspace (DVC's
+    .dvc/tmp/exps/run/workspace/workspace.json, with a live pid), a stage's command (.dvc/tmp/rwlock: DVC
+    releases its repository lock while a command runs) or a DVC command between stages (.dvc/tmp/lock, which
+    DVC holds with flock). Writing params.yaml then would change the experiment that runs (README: experiments
+    side by side)."""
+    import json
+
+    root = next((d for d in Path(params_path).resolve().parents if (d / ".dvc").is_dir()), None)
+    if root is None:
+        return None
+    tmp = root / ".dvc" / "tmp"
+    try:
+        info = json.loads((tmp / "exps" / "run" / "workspace" / "workspace.json").read_text(encoding="utf-8"))
+        if _alive(info.get("pid")):
+            return f"`dvc exp run` in the workspace (pid {info['pid']})"
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        locks = json.loads((tmp / "rwlock").read_text(encoding="utf-8"))
+        held = [*locks.get("write", {}).values(), *(i for v in locks.get("read", {}).values() for i in v)]
+        for item in held:
+            if _alive(item.get("pid")):
+                return f"`{item.get('cmd', 'dvc')}` (pid {item['pid']})"
+    except (OSError, ValueError, AttributeError):
+        pass
     try:
         import fcntl
-    except ImportError:  # Windows: DVC locks differently there; not checked
+    except ImportError:  # Windows: not checked
         return None
-    root = next((d for d in Path(params_path).resolve().parents if (d / ".dvc").is_dir()), None)
-    lock = root / ".dvc" / "tmp" / "lock" if root else None
-    if lock is None or not lock.is_file():
-        return None
-    with open(lock, "a") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return lock
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    if (tmp / "lock").is_file():
+        with open(tmp / "lock", "a") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return f"a DVC command ({tmp / 'lock'} is held)"
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     return None
 
 
@@ -235,8 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     busy = dvc_running(args.params)
     if busy:
-        print(f"error: a DVC command is running in this repository ({busy} is held): an experiment in the workspace "
-              "reads params.yaml, so it is not changed now. Wait for it; to run experiments side by side, queue "
+        print(f"error: DVC runs in this repository: {busy}; an experiment in the workspace reads params.yaml, "
+              "so it is not changed now. Wait for it; to run experiments side by side, queue "
               "them (`... -- --queue`, then `dvc exp run --run-all -j 1`)", file=sys.stderr)
         return 1
     changed = apply(args.params, combined)

@@ -1,6 +1,8 @@
 """Params overlays (infra/overlay.py, infra/params/, infra/beam/): valid, and applied exactly as DVC's -S applies them."""
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from pathlib import Path
 
@@ -163,6 +165,13 @@ def test_no_overlay_is_applied_while_a_dvc_command_runs_in_the_workspace(tmp_pat
         assert overlay.main(argv) == 1
     finally:
         held.close()
-    assert "a DVC command is running" in capsys.readouterr().err
+    assert "DVC runs in this repository: a DVC command" in capsys.readouterr().err
     assert (tmp_path / "params.yaml").read_bytes() == before
-    assert overlay.main(argv) == 0 and (tmp_path / "params.yaml").read_bytes() != before  # the lock released
+    # a workspace experiment's own record (DVC releases its lock while a stage's command runs)
+    running = tmp_path / ".dvc" / "tmp" / "exps" / "run" / "workspace" / "workspace.json"
+    running.parent.mkdir(parents=True)
+    running.write_text(json.dumps({"pid": os.getpid()}), encoding="utf-8")
+    assert overlay.main(argv) == 1 and (tmp_path / "params.yaml").read_bytes() == before
+    assert "`dvc exp run` in the workspace" in capsys.readouterr().err
+    running.unlink()
+    assert overlay.main(argv) == 0 and (tmp_path / "params.yaml").read_bytes() != before  # nothing runs any more
