@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if busy:
         print(f"error: DVC runs in this repository: {busy}; an experiment in the workspace reads params.yaml, "
               "so it is not changed now. Wait for it; to run experiments side by side, queue "
-              "them (`... -- --queue`, then `dvc exp run --run-all -j 1`)", file=sys.stderr)
+              "them (`dvc exp run --queue -n NAME` with what --print shows, then `dvc exp run --run-all -j 1`)", file=sys.stderr)
         return 1
     changed = apply(args.params, combined)
     print(f"applied {', '.join(args.overlays)} to {', '.join(changed)}")
