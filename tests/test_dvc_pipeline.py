@@ -330,7 +330,9 @@ def test_experiments_side_by_side_go_through_the_queue(repo):
     for name, seed in (("queued-a", 1), ("queued-b", 2)):
         repo.dvc("exp", "run", "--queue", "-n", name, "-S", f"train.seed={seed}", *QUICK)
     repo.dvc("exp", "run", "--run-all", "-j", "1")
-    assert {"queued-a", "queued-b"} <= set(repo.dvc("exp", "list", "--name-only").stdout.split())
-    assert all(_exp_row(repo, name)["decascore"] for name in ("queued-a", "queued-b"))
+    shown = csv.DictReader(repo.dvc("exp", "show", "--csv", "--no-pager").stdout.splitlines())
+    rows = {r["Experiment"]: r for r in shown}  # both saved, each with its params and a decaScore
+    assert all(rows[name]["decascore"] and rows[name]["train.seed"] == seed
+               for name, seed in (("queued-a", "1"), ("queued-b", "2")))
     assert repo.run("git", "for-each-ref", "refs/exps/exec").stdout == ""
     assert repo.run("git", "status", "--porcelain").stdout == ""  # the workspace was not touched
