@@ -188,6 +188,56 @@ def apply(params_path: str | Path, combined: Mapping[str, Any], dvc_yaml: str | 
     return changed
 
 
+def _alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def dvc_running(params_path: str | Path) -> str | None:
+    """What DVC runs in the repository that holds params_path, else None: a `dvc exp run` in the workspace (DVC's
+    .dvc/tmp/exps/run/workspace/workspace.json, with a live pid), a stage's command (.dvc/tmp/rwlock: DVC
+    releases its repository lock while a command runs) or a DVC command between stages (.dvc/tmp/lock, which
+    DVC holds with flock). Writing params.yaml then would change the experiment that runs (README: experiments
+    side by side)."""
+    import json
+
+    root = next((d for d in Path(params_path).resolve().parents if (d / ".dvc").is_dir()), None)
+    if root is None:
+        return None
+    tmp = root / ".dvc" / "tmp"
+    try:
+        info = json.loads((tmp / "exps" / "run" / "workspace" / "workspace.json").read_text(encoding="utf-8"))
+        if _alive(info.get("pid")):
+            return f"`dvc exp run` in the workspace (pid {info['pid']})"
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        locks = json.loads((tmp / "rwlock").read_text(encoding="utf-8"))
+        held = [*locks.get("write", {}).values(), *(i for v in locks.get("read", {}).values() for i in v)]
+        for item in held:
+            if _alive(item.get("pid")):
+                return f"`{item.get('cmd', 'dvc')}` (pid {item['pid']})"
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        import fcntl
+    except ImportError:  # Windows: not checked
+        return None
+    if (tmp / "lock").is_file():
+        with open(tmp / "lock", "a") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return f"a DVC command ({tmp / 'lock'} is held)"
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -212,6 +262,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.print:
         print(shlex.join([a for o in overrides(combined) for a in ("-S", o)]))
         return 0
+    busy = dvc_running(args.params)
+    if busy:
+        print(f"error: DVC runs in this repository: {busy}; an experiment in the workspace reads params.yaml, "
+              "so it is not changed now. Wait for it; to run experiments side by side, queue "
+              "them (`dvc exp run --queue -n NAME` with what --print shows, then `dvc exp run --run-all -j 1`)", file=sys.stderr)
+        return 1
     changed = apply(args.params, combined)
     print(f"applied {', '.join(args.overlays)} to {', '.join(changed)}")
     if args.write:

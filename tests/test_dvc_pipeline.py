@@ -315,3 +315,24 @@ def test_an_experiment_goes_from_one_clone_to_the_other(repo, clone):
     assert metrics["decascore"] == pytest.approx(float(ours["decascore"]))
     assert yaml.safe_load((clone.path / "params.yaml").read_text())["train"]["iterations"] == 6
     assert "up to date" in clone.dvc("status").stdout  # every output of the experiment came from the remote
+
+
+def test_experiments_side_by_side_go_through_the_queue(repo):
+    """The README's way to run experiments side by side: queued (`dvc exp run --queue`), then run by the queue,
+    one at a time, each in its own copy of the repository (`dvc exp run --run-all -j 1`). Two `dvc exp run` in
+    the one workspace at once would share it: the second stashes its params into the workspace, then DVC's lock
+    refuses it and its cleanup removes the first one's refs/exps/exec/EXEC_BASELINE, so the first fails after its
+    stages ran ('NoneType' object is not subscriptable), unsaved. Queued, both are saved and no exec ref is left."""
+    repo.commit("before the queue")
+    # the workspace experiments of the tests above leave refs/exps/exec/EXEC_HEAD (DVC does after any
+    # workspace run); the README's clean-up for it, then the queue must leave none
+    repo.run("git", "update-ref", "-d", "refs/exps/exec/EXEC_HEAD")
+    for name, seed in (("queued-a", 1), ("queued-b", 2)):
+        repo.dvc("exp", "run", "--queue", "-n", name, "-S", f"train.seed={seed}", *QUICK)
+    repo.dvc("exp", "run", "--run-all", "-j", "1")
+    shown = csv.DictReader(repo.dvc("exp", "show", "--csv", "--no-pager").stdout.splitlines())
+    rows = {r["Experiment"]: r for r in shown}  # both saved, each with its params and a decaScore
+    assert all(rows[name]["decascore"] and rows[name]["train.seed"] == seed
+               for name, seed in (("queued-a", "1"), ("queued-b", "2")))
+    assert repo.run("git", "for-each-ref", "refs/exps/exec").stdout == ""
+    assert repo.run("git", "status", "--porcelain").stdout == ""  # the workspace was not touched

@@ -1,6 +1,8 @@
 """Params overlays (infra/overlay.py, infra/params/, infra/beam/): valid, and applied exactly as DVC's -S applies them."""
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from pathlib import Path
 
@@ -147,3 +149,29 @@ def test_an_overlay_alias_bomb_is_refused(tmp_path):
     bomb.write_text(list_bomb())
     with pytest.raises(ConfigError, match=r"bomb\.yaml:\d+: refused: its aliases"):
         load_overlay(bomb)
+
+
+def test_no_overlay_is_applied_while_a_dvc_command_runs_in_the_workspace(tmp_path, capsys):
+    """While `dvc exp run` runs in the workspace (it holds .dvc/tmp/lock, as DVC locks it: zc.lockfile), applying
+    an overlay would rewrite the params.yaml the running experiment reads: refused, params.yaml untouched."""
+    import zc.lockfile
+
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    (tmp_path / ".dvc" / "tmp").mkdir(parents=True)
+    before = (tmp_path / "params.yaml").read_bytes()
+    argv = ["--write", str(ROOT / "infra/params/gpu.yaml"), "--params", str(tmp_path / "params.yaml")]
+    held = zc.lockfile.LockFile(str(tmp_path / ".dvc" / "tmp" / "lock"))
+    try:
+        assert overlay.main(argv) == 1
+    finally:
+        held.close()
+    assert "DVC runs in this repository: a DVC command" in capsys.readouterr().err
+    assert (tmp_path / "params.yaml").read_bytes() == before
+    # a workspace experiment's own record (DVC releases its lock while a stage's command runs)
+    running = tmp_path / ".dvc" / "tmp" / "exps" / "run" / "workspace" / "workspace.json"
+    running.parent.mkdir(parents=True)
+    running.write_text(json.dumps({"pid": os.getpid()}), encoding="utf-8")
+    assert overlay.main(argv) == 1 and (tmp_path / "params.yaml").read_bytes() == before
+    assert "`dvc exp run` in the workspace" in capsys.readouterr().err
+    running.unlink()
+    assert overlay.main(argv) == 0 and (tmp_path / "params.yaml").read_bytes() != before  # nothing runs any more
