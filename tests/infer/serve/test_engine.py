@@ -163,49 +163,42 @@ def test_batches_hold_at_most_batch_tokens_and_a_longer_row_runs_alone():
     assert sizes == [[32, 32, 32], [252], [12]]  # 96 tokens; the 252-token row alone; the rest
 
 
-def test_a_small_call_is_answered_between_the_pieces_of_a_large_one():
+def small_beside_large(large_rows: list[dict], *, max_batch: int, batch_tokens: int, model_s: float,
+                       head_start_s: float) -> tuple[list, list[list[str]], list]:
+    """A one-row call submitted `head_start_s` after a call of `large_rows`, on a Batcher whose model takes
+    `model_s` a batch: (the small call's answers, the batches run before it was answered, the large answers)."""
     order = []
 
     def answer(batch):
-        time.sleep(0.05)  # the model's time: the small call arrives while the first piece runs
+        time.sleep(model_s)
         order.append([r["id"] for r in batch])
         return [{"id": r["id"]} for r in batch]
 
     async def go():
-        batcher = Batcher(answer, max_batch=4, max_wait_ms=1, batch_tokens=1000)
+        batcher = Batcher(answer, max_batch=max_batch, max_wait_ms=1, batch_tokens=batch_tokens)
         try:
-            large = asyncio.ensure_future(batcher.submit([long_row(i, 100) for i in range(12)]))
-            await asyncio.sleep(0.02)
+            large = asyncio.ensure_future(batcher.submit(large_rows))
+            await asyncio.sleep(head_start_s)
             small = await batcher.submit([{**long_row(0, 3), "id": "small"}])
-            return small, len(order), await large
+            return small, list(order), await large
         finally:
             await batcher.stop()
 
-    small, pieces_before, large = run(go)
+    return run(go)
+
+
+def test_a_small_call_is_answered_between_the_pieces_of_a_large_one():
+    # the small call arrives while the first of three pieces runs
+    small, before, large = small_beside_large([long_row(i, 100) for i in range(12)], max_batch=4, batch_tokens=1000,
+                                              model_s=0.05, head_start_s=0.02)
     assert small == [{"id": "small"}] and len(large) == 12
-    assert pieces_before <= 2  # answered with the second piece, not after all three
-    assert "small" in order[1]
+    assert len(before) <= 2  # answered with the second piece, not after all three
+    assert "small" in before[1]
 
 
 def test_a_small_call_waits_for_one_row_of_a_call_whose_rows_are_each_over_the_budget():
     """Rows over --batch-tokens run alone; the small call must not wait for all of them (it waited 92 s)."""
-    order = []
-
-    def answer(batch):
-        time.sleep(0.03)
-        order.append([r["id"] for r in batch])
-        return [{"id": r["id"]} for r in batch]
-
-    async def go():
-        batcher = Batcher(answer, max_batch=64, max_wait_ms=1, batch_tokens=100)
-        try:
-            large = asyncio.ensure_future(batcher.submit([long_row(i, 500) for i in range(10)]))
-            await asyncio.sleep(0.01)
-            small = await batcher.submit([{**long_row(0, 3), "id": "small"}])
-            return small, [ids for ids in order], await large
-        finally:
-            await batcher.stop()
-
-    small, before, large = run(go)
+    small, before, large = small_beside_large([long_row(i, 500) for i in range(10)], max_batch=64, batch_tokens=100,
+                                              model_s=0.03, head_start_s=0.01)
     assert small == [{"id": "small"}] and [a["id"] for a in large] == [f"long{i}" for i in range(10)]
     assert len(before) <= 2 and ["small"] in before  # at most the row being run, then the small call's
