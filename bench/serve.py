@@ -45,11 +45,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(argv: list[str], timeout: float) -> tuple[subprocess.Popen, str, list[str]]:
-    """A `deca serve` process and its URL (from the line it announces itself with)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+def launch(argv: list[str], env: dict[str, str] | None = None,
+           cwd: Path | None = ROOT) -> tuple[subprocess.Popen, list[str], threading.Thread, threading.Event]:
+    """`deca serve ARGV` as a process: (it, its stderr lines as they come, their reader, set when it has
+    announced its URL)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     proc = subprocess.Popen([sys.executable, "-m", "deca.cli", "serve", *argv], stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+                            stdout=subprocess.DEVNULL, text=True, env=env, cwd=cwd)
     lines: list[str] = []
     found = threading.Event()
 
@@ -59,11 +61,23 @@ def start(argv: list[str], timeout: float) -> tuple[subprocess.Popen, str, list[
             if URL.search(line):
                 found.set()
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return proc, lines, reader, found
+
+
+def announced_url(lines: list[str]) -> str:
+    """The URL `deca serve` announced itself with."""
+    return URL.search(next(line for line in lines if URL.search(line))).group(1)
+
+
+def start(argv: list[str], timeout: float) -> tuple[subprocess.Popen, str, list[str]]:
+    """A `deca serve` process and its URL (from the line it announces itself with), once /health answers."""
+    proc, lines, _, found = launch(argv, {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"})
     if not found.wait(timeout):
         stop(proc)
         raise SystemExit(f"deca serve did not start in {timeout:.0f} s:\n{''.join(lines[-30:])}")
-    url = URL.search(next(line for line in lines if URL.search(line))).group(1)
+    url = announced_url(lines)
     deadline = time.monotonic() + timeout
     while True:
         try:

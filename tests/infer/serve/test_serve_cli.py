@@ -1,21 +1,17 @@
 """`deca serve` on the command line (infer/serve_cli.py): options, refusals, and a real server process."""
 from __future__ import annotations
 
-import os
-import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
+from bench.serve import announced_url, launch
 from deca.cli import main
 
 from .conftest import http
-
-URL = re.compile(r"deca serve: (http://\S+) ")
 
 
 def test_help_names_every_option(capsys):
@@ -50,24 +46,12 @@ def test_a_missing_checkpoint_is_refused_before_listening(tmp_path, capsys):
 
 def start(argv: list[str], timeout: float = 120) -> tuple[subprocess.Popen, str, list[str], threading.Thread]:
     """A `deca serve` process, its URL (read from its announcement), its stderr lines and their reader."""
-    proc = subprocess.Popen([sys.executable, "-m", "deca.cli", "serve", *argv], stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    lines: list[str] = []
-    found = threading.Event()
-
-    def read():
-        for line in proc.stderr:
-            lines.append(line)
-            if URL.search(line):
-                found.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    proc, lines, reader, found = launch(argv, cwd=None)
     if not found.wait(timeout):
         proc.kill()
         proc.wait()
         raise AssertionError(f"deca serve did not announce its URL in {timeout} s:\n{''.join(lines)}")
-    return proc, URL.search(next(line for line in lines if URL.search(line))).group(1), lines, reader
+    return proc, announced_url(lines), lines, reader
 
 
 @pytest.mark.slow
