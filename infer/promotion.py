@@ -75,7 +75,11 @@ def check_made_by(client, mv, directories: Sequence[str | Path]) -> None:
         if not made.is_file():
             raise DataError(made, "missing: nothing says which model made these predictions",
                             fix=f"evaluate version {mv.version} again: deca evaluate --model models:/{mv.name}/{mv.version}")
-        sha = json.loads(made.read_text(encoding="utf-8")).get("sha256")
+        try:
+            sha = json.loads(made.read_text(encoding="utf-8")).get("sha256")
+        except (ValueError, AttributeError):
+            raise DataError(made, "not the JSON object `deca evaluate` writes (checkpoint, sha256)",
+                            fix=f"deca evaluate --model models:/{mv.name}/{mv.version}") from None
         if want is None or sha != want:
             raise DataError(made, f"these predictions were made by another model than version {mv.version} of "
                             f"{mv.name} (checkpoint sha256 {str(sha)[:12]}…, the version's {str(want)[:12]}…)",

@@ -130,6 +130,9 @@ def test_predictions_another_model_made_are_refused_naming_the_file(store, predi
     assert promote(predictions["better"], predictions["holder"]) == 1
     err = capsys.readouterr().err
     assert f"{made}: these predictions were made by another model than version 2 of {NAME}" in err
+    made.write_text("{not json", encoding="utf-8")
+    assert promote(predictions["better"], predictions["holder"]) == 1
+    assert f"{made}: not the JSON object `deca evaluate` writes" in capsys.readouterr().err
     made.unlink()
     assert promote(predictions["better"], predictions["holder"]) == 1
     assert f"{made}: missing: nothing says which model made these predictions" in capsys.readouterr().err
