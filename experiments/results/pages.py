@@ -21,12 +21,12 @@ GENERATED = {
     "docs/results/multitask.md": "experiments.results.multitask",
     "docs/results/gpu_floor.md": "experiments.results.gpu_floor",
     "docs/results/contamination.md": "experiments.results.contamination",
+    "docs/results/speed.md": "experiments.results.speed",
+    "docs/results/speedcheck_summary.md": "experiments.results.speedcheck_summary",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {
     "docs/results/gpu.md": SPEED,
-    "docs/results/speed.md": SPEED,
-    "docs/results/speedcheck_summary.md": SPEED,
     "docs/results/scale.md": "bench/ measurements without committed records; not yet converted",
     "docs/results/reliability.md": "bench/faults.py output without a committed record; not yet converted",
     "docs/results/serve_fairness.txt": "bench/serve_fairness.py output, kept with its caveats",

@@ -35,8 +35,9 @@ INDEX = (
     ("contamination.md", "**Train/evaluation overlap** on the real SST, WOZ, QA-SRL and MWSC (`deca contamination`): "
                          "a 13-gram shared with training data in {{woz_ngram}} WOZ and {{srl_ngram}} QA-SRL validation "
                          "examples, none in SST or MWSC."),
-    ("speed.md", "**Speed and memory** side by side with the original MQAN (`../shared/speedcheck`)."),
-    ("speedcheck_summary.md", "**Speedcheck rounds**: the raw rounds behind speed.md."),
+    ("speed.md", "**Speed and memory** side by side with the original MQAN (`../shared/speedcheck`, the same "
+                 "allocator for both): {{in_short}}; {{targets_met}} of issue 27's targets met."),
+    ("speedcheck_summary.md", "**Speedcheck rounds**: every process behind speed.md."),
     ("gpu.md", "**One GPU**: bf16 against fp32, and the SST recipe on an H100."),
     ("gpu_floor.md", "**The GPU step against its floor** (issue 35): side by side with the original MQAN on an H200, "
                      "kernels, launches and synchronisations per step, and the targets (all missed)."),

@@ -1,0 +1,101 @@
+"""docs/results/speed.md (`make results`): this project's MQAN against the original, side by side, from the
+speedcheck records (experiments/results/speedcheck.py); issue 27's targets judged from the same figures."""
+from __future__ import annotations
+
+from experiments.results import records, speedcheck
+from experiments.results.render import table
+
+TEMPLATE = "speed.md"
+# issue 27: examples/s against the original (training, decoding) and peak RSS against the original's
+TARGETS = {"train": 3.0, "decode": 5.0, "memory": 0.5}
+
+
+def ratio(summary: tuple[float, float, float], digits: int = 2, prefix: str = "x") -> str:
+    """'x1.46 (1.44-1.48)': the median ratio over rounds and its min-max."""
+    med, low, high = summary
+    return f"{prefix}{med:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
+
+
+def ratio_table(sessions: list[speedcheck.Session], field: str, prefix: str) -> str:
+    """One row per session and variant, one column per case: the median ratio of `field` and its min-max."""
+    rows = []
+    for s in sessions:
+        found = {(r.variant, r.case): r for r in speedcheck.rounds(s)}
+        for variant, what in s.meta["variants"].items():
+            n = {len(r.original) for (v, _), r in found.items() if v == variant}
+            cells = [ratio(found[variant, c].summary(field), prefix=prefix) if (variant, c) in found else "-"
+                     for c in speedcheck.CASES]
+            rows.append([f"{what}, {s.name}", *cells, "/".join(str(k) for k in sorted(n))])
+    return table(["this project's configuration, session", *speedcheck.CASES, "rounds"], rows)
+
+
+def session_lines(sessions: list[speedcheck.Session]) -> str:
+    """What each session was: date, time, commit, machine, CPU units, load, its commands."""
+    lines = []
+    for s in sessions:
+        low, high = speedcheck.loads(s)
+        torch = sorted({r["torch"] for r in s.results})
+        lines.append(f"- **{s.name}** ({s.meta['date']}, {s.meta['utc']} UTC, commit `{s.meta['commit']}`): "
+                     f"{s.meta['what']}. Machine: {records.describe_machine(s.machine)} "
+                     f"(units: {', '.join(s.machine['units'])}); torch {', '.join(torch)}; 1-minute load average "
+                     f"{low:.2f}-{high:.2f} around the runs. Command"
+                     f"{'s' if len(s.meta['commands']) > 1 else ''}, from the project root:")
+        lines += ["", *[f"      {c}" for c in s.meta["commands"]], ""]
+    return "\n".join(lines).rstrip()
+
+
+def best(sessions: list[speedcheck.Session], case: str, field: str, lower: bool = False) -> tuple[str, float]:
+    """The variant (with its session) whose median ratio of `field` on `case` is best, and that median."""
+    found = [(f"{s.meta['variants'][r.variant]} ({s.name})", r.summary(field)[0])
+             for s in sessions for r in speedcheck.rounds(s) if r.case == case]
+    return (min if lower else max)(found, key=lambda item: item[1])
+
+
+def targets_table(sessions: list[speedcheck.Session]) -> tuple[str, int]:
+    """Issue 27's targets against the best measured configuration of each case, and how many are met."""
+    rows, met = [], 0
+    for case in speedcheck.CASES:
+        goal = TARGETS[case.split()[0]]
+        who, value = best(sessions, case, "examples_per_s")
+        ok = value >= goal
+        met += ok
+        rows.append([f"{case}: examples/s against the original", f">= x{goal:g}", f"x{value:.2f}", who,
+                     "met" if ok else "missed"])
+    for case in speedcheck.CASES:
+        who, value = best(sessions, case, "peak_rss_gb", lower=True)
+        ok = value <= TARGETS["memory"]
+        met += ok
+        rows.append([f"{case}: peak RSS against the original", f"<= {TARGETS['memory']:g}", f"{value:.2f}", who,
+                     "met" if ok else "missed"])
+    return table(["target (issue 27)", "goal", "best measured", "configuration", ""], rows, "llrll"), met
+
+
+def params(sessions: list[speedcheck.Session], impl: str) -> str:
+    """The trainable parameter count the records give for `impl` (one figure, or each that differs)."""
+    found = sorted({r["trainable_params"] for s in sessions for r in s.results if r["impl"] == impl})
+    return ", ".join(f"{n:,}" for n in found)
+
+
+def in_short(sessions: list[speedcheck.Session]) -> str:
+    """One sentence for the README's index: the best ratio of each case and the configuration that gave it."""
+    parts = []
+    for case in speedcheck.CASES:
+        who, value = best(sessions, case, "examples_per_s")
+        parts.append(f"{case} x{value:.2f} ({who.split(' (')[0]})")
+    return "best examples/s against the original: " + ", ".join(parts)
+
+
+def values() -> dict[str, str]:
+    """The page's placeholders, from the speedcheck records."""
+    sessions = speedcheck.sessions()
+    targets, met = targets_table(sessions)
+    return {
+        "sessions": session_lines(sessions),
+        "speed_table": ratio_table(sessions, "examples_per_s", "x"),
+        "memory_table": ratio_table(sessions, "peak_rss_gb", ""),
+        "targets_table": targets,
+        "targets_met": f"{met} of {2 * len(speedcheck.CASES)}",
+        "in_short": in_short(sessions),
+        "project_params": params(sessions, "project"),
+        "original_params": params(sessions, "original"),
+    }

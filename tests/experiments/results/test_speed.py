@@ -1,0 +1,76 @@
+"""experiments/results/speedcheck.py, speed.py: rounds paired by tag, ratios per round, machine facts, targets."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.results import records, speed, speedcheck
+
+MACHINE = """Thu Nov 26 18:29:46 UTC 2026
+CPU(s):                                  2
+Model name:                              Intel(R) Xeon(R) Processor
+avx512_bf16: avx512_bf16; amx: amx_bf16
+amx_tile
+amx_int8; avx512f: avx512f
+"""
+
+
+def result(impl, mode, task, rnd, ex_s, rss, variant="main"):
+    return {"impl": impl, "mode": mode, "task": task, "tag": f"{variant}/r{rnd}", "examples_per_s": ex_s,
+            "peak_rss_gb": rss, "load_before": [1.0, 1, 1], "load_after": [1.5, 1, 1], "torch": "2.13.0+cpu",
+            "trainable_params": 17 if impl == "project" else 14, "examples_per_batch": 50.0, "s_per_step": 1.0,
+            "times": [1.0]}
+
+
+@pytest.fixture
+def session_dir(tmp_path):
+    folder = tmp_path / "2026-11-26-x"
+    folder.mkdir()
+    rows = [result("original", "train", "sst", 1, 10.0, 4.0), result("project", "train", "sst", 1, 30.0, 1.0),
+            result("original", "train", "sst", 2, 10.0, 4.0), result("project", "train", "sst", 2, 20.0, 3.0),
+            result("original", "decode", "sst", 1, 10.0, 1.0)]  # a round without the project's run
+    (folder / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    (folder / "machine.txt").write_text(MACHINE, encoding="utf-8")
+    (folder / "run.json").write_text(json.dumps({"date": "2026-11-26", "utc": "18:29-18:39", "commit": "abc",
+                                                 "what": "fp32", "commands": ["run_all.sh"],
+                                                 "variants": {"main": "fp32"}}), encoding="utf-8")
+    return tmp_path
+
+
+def test_machine_facts_from_lscpu_lines():
+    found = speedcheck.machine(MACHINE)
+    assert found["cpu"] == "Intel(R) Xeon(R) Processor" and found["cores"] == 2 and found["bf16_units"] is True
+    assert not speedcheck.machine("Model name: AMD EPYC\nCPU(s): 2\navx512_bf16: absent; amx: absent")["bf16_units"]
+
+
+def test_rounds_pair_each_case_by_round_and_give_median_and_range(session_dir):
+    [session] = speedcheck.sessions(session_dir)
+    found = {r.case: r for r in speedcheck.rounds(session)}
+    assert found["train sst"].ratios() == [3.0, 2.0]
+    assert found["train sst"].summary() == (2.5, 2.0, 3.0)
+    assert found["train sst"].ratios("peak_rss_gb") == [0.25, 0.75]
+    assert found["decode sst"].original == []  # no round with both sides
+    assert speedcheck.loads(session) == (1.0, 1.5)
+
+
+def test_targets_are_judged_from_the_best_measured_configuration(session_dir):
+    sessions = [s for s in speedcheck.sessions(session_dir)]
+    for s in sessions:  # keep only the complete case
+        s.results[:] = [r for r in s.results if r["mode"] == "train"]
+    assert speed.best(sessions, "train sst", "examples_per_s")[1] == 2.5
+    assert speed.best(sessions, "train sst", "peak_rss_gb", lower=True)[1] == 0.5
+    assert speed.ratio((2.5, 2.0, 3.0)) == "x2.50 (2.00-3.00)"
+
+
+def test_a_session_without_its_run_json_fields_is_named(tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "run.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(records.RecordError, match="broken"):
+        speedcheck.sessions(tmp_path)
+
+
+def test_the_committed_sessions_say_the_same_allocator_for_both():
+    for session in speedcheck.sessions():
+        assert {r.get("malloc") for r in session.results} == {"project thresholds"}, session.name
