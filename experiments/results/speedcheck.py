@@ -76,8 +76,9 @@ def load(folder: Path) -> Session:
 
 
 def sessions(root: Path = ROOT) -> list[Session]:
-    """Every recorded session, oldest first (folders are named by date)."""
-    return [load(folder) for folder in sorted(p for p in root.iterdir() if (p / "run.json").is_file())]
+    """Every recorded session, oldest first (by run.json's date and start time)."""
+    found = [load(folder) for folder in root.iterdir() if (folder / "run.json").is_file()]
+    return sorted(found, key=lambda s: (s.meta["date"], s.meta["utc"], s.name))
 
 
 def rounds(session: Session) -> list[Rounds]:
