@@ -138,22 +138,30 @@ def predict_and_score(params, model, vocab, data: dict[str, list[dict]], device,
     return predictions, add_intervals({"split": ec.split, **decascore(results), "results": results})
 
 
-def add_clean(scored: dict, predictions: Mapping[str, Sequence[Record]], data: Mapping[str, list[dict]],
-              contamination: str | None, raw_dir: str | None = None) -> dict:
-    """`scored` with ``clean``: each task's score and the decaScore on the examples the contamination output
-    (`deca contamination`'s folder) does not flag (eval.clean); none when there is no such folder."""
+def read_flagged(contamination: str | None) -> tuple[str, dict[str, set[str]]] | None:
+    """(folder, ``<task>/<split>`` -> flagged ids) of `deca contamination`'s output, read before any decoding so
+    that a broken one stops the evaluation at once (a DataError naming its file); None when there is no folder."""
     if not contamination or not Path(contamination).is_dir():
         if contamination:
             log.info("no contamination output in %s (`deca contamination`): no clean scores", contamination)
-        return scored
+        return None
     from deca.contamination import load_flagged
+
+    return str(contamination), load_flagged(contamination)
+
+
+def add_clean(scored: dict, predictions: Mapping[str, Sequence[Record]], data: Mapping[str, list[dict]],
+              flagged: tuple[str, dict[str, set[str]]] | None, raw_dir: str | None = None) -> dict:
+    """`scored` with ``clean``: each task's score and the decaScore on the examples the contamination output
+    (read_flagged) does not flag (eval.clean); none when there is no such output."""
+    if flagged is None:
+        return scored
     from eval.clean import clean_scores
 
-    flagged = load_flagged(contamination)
+    source, ids = flagged
     by_id = {task: {p["id"]: p["prediction"] for p in records} for task, records in predictions.items()}
     options_for = task_options(scored["split"], raw_dir, None, None, progress=False)
-    scored["clean"] = {"source": str(contamination),
-                       **clean_scores(scored["split"], by_id, data, flagged, options_for)}
+    scored["clean"] = {"source": source, **clean_scores(scored["split"], by_id, data, ids, options_for)}
     return scored
 
 
@@ -179,13 +187,13 @@ def evaluate(params, *, run: str | None = None, checkpoint: str | None = None, p
         raise ConfigError(f"none of the tasks {ec.tasks} has a {ec.split} split")
     check_metrics(tasks)
     data = read_data(params, tasks, skipped)
+    flagged = read_flagged(params.data.contamination_dir if contamination == "" else contamination)
     device = pick_device(ec.device, "evaluate.device")
     precision = resolve_precision(ec.precision, device, "evaluate.precision", DECODING)
     model, vocab, extra = load_model(path, params.data.vocab_path, device)
     log.info("evaluating %s on %s (%s, %s) of %d task(s)", path, ec.split, device, precision, len(tasks))
     predictions, scored = predict_and_score(params, model, vocab, data, device, precision, progress)
-    add_clean(scored, predictions, data, params.data.contamination_dir if contamination == "" else contamination,
-              params.data.raw_dir)
+    add_clean(scored, predictions, data, flagged, params.data.raw_dir)
     written = write_results(ec, scored, predictions, path, extra, skipped, run_info)
     if mlflow and run_info.get("mlflow_run_id"):
         try:

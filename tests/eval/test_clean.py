@@ -1,5 +1,5 @@
 """Scores on the clean subset (eval/clean.py), from the output of `deca contamination` (deca/contamination.py),
-as `deca evaluate` adds them (infer/evaluate.py add_clean)."""
+as `deca evaluate` adds them (infer/evaluate.py read_flagged, add_clean)."""
 from __future__ import annotations
 
 import json
@@ -37,14 +37,15 @@ def test_the_flagged_examples_are_left_out_of_each_score_and_the_decascore(tmp_p
 
 
 def test_evaluate_adds_clean_scores_when_the_folder_exists(tmp_path):
-    from infer.evaluate import add_clean, clean_entry
+    from infer.evaluate import add_clean, clean_entry, read_flagged
 
     data = {"sst": rows("sst", ["positive", "negative"])}
     predictions = {"sst": [{"id": "sst-0", "prediction": "positive"}, {"id": "sst-1", "prediction": "positive"}]}
     scored = {"split": "validation", "results": {}}
-    assert "clean" not in add_clean(scored, predictions, data, str(tmp_path / "absent"))
+    assert read_flagged(str(tmp_path / "absent")) is None and read_flagged(None) is None
+    assert "clean" not in add_clean(scored, predictions, data, None)
     folder = write_ids(tmp_path / "c", {"sst/validation": ["sst-1"]})
-    clean = add_clean(scored, predictions, data, str(folder))["clean"]
+    clean = add_clean(scored, predictions, data, read_flagged(str(folder)))["clean"]
     assert clean_entry(clean)["tasks"] == {"sst": {"n": 1, "excluded": 1, "headline": 100.0}}
 
 

@@ -117,6 +117,19 @@ def test_clean_scores_leave_out_the_examples_the_contamination_output_flags(setu
     assert "clean" not in evaluate(params, progress=False, contamination=None)
 
 
+def test_a_broken_contamination_output_stops_the_evaluation_before_decoding(setup, tmp_path, monkeypatch):
+    from deca.contamination import IDS_FILE
+    from deca.errors import DataError
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded before the contamination output was read")
+
+    monkeypatch.setattr("infer.evaluate.load_model", never)
+    (tmp_path / IDS_FILE).write_text("{}", encoding="utf-8")
+    with pytest.raises(DataError, match=IDS_FILE):
+        evaluate(params_for(setup), progress=False, contamination=str(tmp_path))
+
+
 def test_figure3_from_the_decoded_answers(setup):
     """Which source answers (the paper's Figure 3), from the switch weights of the real greedy decoding:
     the shares of a task sum to 100%, and they are what the weights of `deca predict` give."""
