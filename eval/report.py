@@ -46,6 +46,8 @@ def markdown(scored: Mapping[str, Any]) -> str:
     if "decascore" in scored:
         total = f"**{scored['decascore']:.2f}**{_interval(scored, 'decascore_interval')}"
         lines.append(f"| **decaScore** | sum of {len(scored['tasks'])} | {total} | |")
+    if "clean" in scored:
+        lines += clean_lines(scored["clean"])
     for t in tasks:
         r = results[t]
         lines += ["", f"## {t}", "", f"{r['n']} examples; headline `{r['headline']['name']}`.", "",
@@ -57,6 +59,23 @@ def markdown(scored: Mapping[str, Any]) -> str:
     if figure3:
         lines += ["", sources.markdown_table(figure3)]
     return "\n".join(lines) + "\n"
+
+
+def clean_lines(clean: Mapping[str, Any]) -> list[str]:
+    """The scores without the examples `deca contamination` flags (eval.clean): a table per task and the
+    decaScore, and the tasks it did not check."""
+    lines = ["", "## Without the examples that overlap training data", "",
+             f"Leaving out what `deca contamination` flags ({clean['source']}).", "",
+             "| task | headline | n | left out |", "|---|---:|---:|---:|"]
+    for t in _order(clean["results"]):
+        r = clean["results"][t]
+        value = f"{r['headline']['value']:.2f}" if r.get("headline") else "-"
+        lines.append(f"| {t} | {value} | {r['n']} | {r['excluded']} |")
+    note = " (partial)" if clean["partial"] else ""
+    lines.append(f"| **decaScore** | **{clean['decascore']:.2f}**{note} | | |")
+    if clean["not_checked"]:
+        lines += ["", f"Not checked (no contamination output for them): {', '.join(clean['not_checked'])}."]
+    return lines
 
 
 def source_summaries(scored: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

@@ -114,6 +114,10 @@ def test_clean_scores_leave_out_the_examples_the_contamination_output_flags(setu
     clean = json.loads(Path(params.evaluate.metrics_path).read_text())["clean"]
     assert clean["tasks"]["sst"]["n"] == len(gold) - 1 and clean["tasks"]["sst"]["excluded"] == 1
     assert clean["not_checked"] == ["schema"] and clean["decascore"] == pytest.approx(scored["clean"]["decascore"])
+    report = (Path(params.evaluate.report_dir) / "report.md").read_text()
+    assert "## Without the examples that overlap training data" in report
+    assert f"| sst | {clean['tasks']['sst']['headline']:.2f} | {len(gold) - 1} | 1 |" in report
+    assert "Not checked (no contamination output for them): schema." in report
     assert "clean" not in evaluate(params, progress=False, contamination=None)
 
 
