@@ -2,7 +2,9 @@
 job on the bundled miniature corpora), a no-op second run, an experiment with refused values that changes
 nothing, a one-task param change that reruns only that task's stages and what follows, and two strategies as DVC experiments compared with `deca compare`; then
 the DVC remote (a local directory set by infra/dvc/remote.sh): `dvc push`, a git clone that pulls and reruns
-nothing (and restores an older run from the run cache), and an experiment moved by `dvc exp push/pull`.
+nothing (and restores an older run from the run cache), and an experiment moved by `dvc exp push/pull`;
+last, experiments side by side through the queue, and two `dvc exp run` at once in the one workspace (a
+known failure of DVC's, a strict xfail: bench/faults reports it as not handled).
 
 One `dvc repro` of everything takes a few minutes on two cores; the tests below share it (module fixture)
 and run in file order.
@@ -348,14 +350,20 @@ def test_two_workspace_experiments_at_once_leave_the_first_saved(repo):
     import time
 
     repo.commit("before two experiments at once")
-    first = subprocess.Popen([str(BIN / "dvc"), "exp", "run", "-n", "at-once-a", "-S", "train.seed=3", *QUICK],
-                             cwd=repo.path, env=repo.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = repo.path.parent / f"{repo.path.name}-at-once-a.log"  # a file, not a pipe nobody reads meanwhile
+    with open(log, "w") as out:
+        first = subprocess.Popen([str(BIN / "dvc"), "exp", "run", "-n", "at-once-a", "-S", "train.seed=3", *QUICK],
+                                 cwd=repo.path, env=repo.env, stdout=out, stderr=subprocess.STDOUT)
     running = repo.path / ".dvc" / "tmp" / "exps" / "run" / "workspace" / "workspace.json"
     deadline = time.monotonic() + 300
     while not running.exists() and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.5)
+    if first.poll() is not None or not running.exists():  # not the case this test is about: say so, not xfail
+        first.wait(timeout=TIMEOUT)
+        pytest.skip("the first experiment was not running in the workspace when the second could start")
     second = repo.dvc("exp", "run", "-n", "at-once-b", "-S", "train.seed=4", *QUICK, check=False)
-    out, _ = first.communicate(timeout=TIMEOUT)
+    first.wait(timeout=TIMEOUT)
+    out = log.read_text(encoding="utf-8", errors="replace")
     try:
         assert second.returncode != 0, second.stdout[-2000:]
         rows = {r["Experiment"]: r for r in csv.DictReader(repo.dvc("exp", "show", "--csv", "--no-pager").stdout
