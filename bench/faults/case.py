@@ -26,8 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
 GROUPS = ("bad input", "fault", "load")
 HANDLED, NOT_HANDLED, NOT_RUN = "handled", "not handled", "not run"
 
+
 class NotHandled(Exception):
     """A case that was not handled; the message says what happened instead."""
+
 
 @dataclass(frozen=True)
 class Case:
@@ -44,6 +46,7 @@ class Case:
         """Whether the verdict comes from a slow test."""
         return self.check is None
 
+
 @dataclass(frozen=True)
 class Verdict:
     """What running a case gave: handled (True), not handled (False) or not run (None), and the evidence."""
@@ -58,10 +61,12 @@ class Verdict:
         """handled, not handled or not run."""
         return {True: HANDLED, False: NOT_HANDLED, None: NOT_RUN}[self.handled]
 
+
 def must(condition: bool, why: str) -> None:
     """Raise NotHandled(why) unless `condition`."""
     if not condition:
         raise NotHandled(why)
+
 
 @contextlib.contextmanager
 def patched(owner: object, attr: str, value: object) -> Iterator[None]:
@@ -73,6 +78,7 @@ def patched(owner: object, attr: str, value: object) -> Iterator[None]:
     finally:
         setattr(owner, attr, old)
 
+
 @contextlib.contextmanager
 def environment(**values: str) -> Iterator[None]:
     """These environment variables set inside the block."""
@@ -83,6 +89,7 @@ def environment(**values: str) -> Iterator[None]:
     finally:
         for k, v in old.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
 
 def run_case(case: Case) -> Verdict:
     """The verdict of a fast case, run in a temporary folder that is also the working directory."""
@@ -97,6 +104,7 @@ def run_case(case: Case) -> Verdict:
         for path in {str(Path(tmp).resolve()), tmp}:
             detail = detail.replace(path, "TMP")
     return Verdict(case, handled, " ".join(str(detail).split()), time.perf_counter() - start)
+
 
 Outcome = tuple[str, str, float, str, str]  # classname, name, seconds, outcome, message
 
@@ -116,6 +124,7 @@ def run_slow(cases: list[Case]) -> list[Verdict]:
                     for tc in results]
     return [slow_verdict(c, outcomes, took) for c in cases]
 
+
 def outcome(testcase: ET.Element) -> tuple[str, str]:
     """(passed, failed, error, skipped or xfailed, its message) of a JUnit test; xfailed: expected to fail, a
     known case not handled."""
@@ -126,6 +135,7 @@ def outcome(testcase: ET.Element) -> tuple[str, str]:
         if child.tag in ("failure", "error"):
             return ("failed" if child.tag == "failure" else "error"), child.get("message") or ""
     return "passed", ""
+
 
 def slow_verdict(case: Case, outcomes: list[Outcome], took: float) -> Verdict:
     """The verdict of one slow case from the outcomes of the pytest run."""
