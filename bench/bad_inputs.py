@@ -3,7 +3,7 @@
 Each case builds its bad input in a temporary folder, calls the code a user's command would call, and
 records whether it was refused (a DecaError naming the file, line or key) or accepted. Prints a table and
 the count; exit 1 if any case was accepted. Seconds, no network; the tests cover each case too, and
-bench/faults.py runs them with the later bad inputs, faults and load cases (tests/bench/test_faults.py).
+bench/faults/ runs them with the later bad inputs, faults and load cases (tests/bench/test_faults.py).
 
     .venv/bin/python -m bench.bad_inputs
 """
@@ -117,7 +117,7 @@ def missing_vector_package(tmp: Path):
     try:
         return vectors.open_source("glove-test-missing")
     finally:
-        del vectors.PACKAGED["glove-test-missing"]  # bench/faults.py runs the cases in a longer-lived process
+        del vectors.PACKAGED["glove-test-missing"]  # bench/faults runs the cases in a longer-lived process
 
 
 CASES: list[tuple[str, Callable[[Path], object]]] = [

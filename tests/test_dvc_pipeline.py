@@ -2,7 +2,9 @@
 job on the bundled miniature corpora), a no-op second run, an experiment with refused values that changes
 nothing, a one-task param change that reruns only that task's stages and what follows, and two strategies as DVC experiments compared with `deca compare`; then
 the DVC remote (a local directory set by infra/dvc/remote.sh): `dvc push`, a git clone that pulls and reruns
-nothing (and restores an older run from the run cache), and an experiment moved by `dvc exp push/pull`.
+nothing (and restores an older run from the run cache), and an experiment moved by `dvc exp push/pull`;
+last, experiments side by side through the queue, and two `dvc exp run` at once in the one workspace (a
+known failure of DVC's, a strict xfail: bench/faults reports it as not handled).
 
 One `dvc repro` of everything takes a few minutes on two cores; the tests below share it (module fixture)
 and run in file order.
@@ -336,3 +338,40 @@ def test_experiments_side_by_side_go_through_the_queue(repo):
                for name, seed in (("queued-a", "1"), ("queued-b", "2")))
     assert repo.run("git", "for-each-ref", "refs/exps/exec").stdout == ""
     assert repo.run("git", "status", "--porcelain").stdout == ""  # the workspace was not touched
+
+
+@pytest.mark.xfail(strict=True, reason="DVC's own: the second run's clean-up removes the first one's "
+                                       "refs/exps/exec/EXEC_BASELINE (README: run experiments side by side "
+                                       "through the queue)")
+def test_two_workspace_experiments_at_once_leave_the_first_saved(repo):
+    """Issue 34: two `dvc exp run` at once in the one workspace. DVC's lock refuses the second (fine); the first
+    must still run with its own params, be saved and leave no exec ref. Known not handled (the README's
+    workaround is the queue, tested above): the first fails after its stages ran, unsaved."""
+    import time
+
+    repo.commit("before two experiments at once")
+    log = repo.path.parent / f"{repo.path.name}-at-once-a.log"  # a file, not a pipe nobody reads meanwhile
+    with open(log, "w") as out:
+        first = subprocess.Popen([str(BIN / "dvc"), "exp", "run", "-n", "at-once-a", "-S", "train.seed=3", *QUICK],
+                                 cwd=repo.path, env=repo.env, stdout=out, stderr=subprocess.STDOUT)
+    running = repo.path / ".dvc" / "tmp" / "exps" / "run" / "workspace" / "workspace.json"
+    deadline = time.monotonic() + 300
+    while not running.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if first.poll() is not None or not running.exists():  # not the case this test is about: say so, not xfail
+        first.wait(timeout=TIMEOUT)
+        pytest.skip("the first experiment was not running in the workspace when the second could start")
+    second = repo.dvc("exp", "run", "-n", "at-once-b", "-S", "train.seed=4", *QUICK, check=False)
+    first.wait(timeout=TIMEOUT)
+    out = log.read_text(encoding="utf-8", errors="replace")
+    try:
+        assert second.returncode != 0, second.stdout[-2000:]
+        rows = {r["Experiment"]: r for r in csv.DictReader(repo.dvc("exp", "show", "--csv", "--no-pager").stdout
+                                                            .splitlines())}
+        assert first.returncode == 0, out[-3000:]
+        assert rows.get("at-once-a", {}).get("train.seed") == "3", sorted(rows)
+        assert repo.run("git", "for-each-ref", "refs/exps/exec").stdout == ""
+    finally:  # whatever happened, leave the workspace clean
+        repo.run("git", "checkout", "--", "params.yaml")
+        for ref in repo.run("git", "for-each-ref", "--format=%(refname)", "refs/exps/exec").stdout.split():
+            repo.run("git", "update-ref", "-d", ref)

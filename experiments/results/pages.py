@@ -23,12 +23,12 @@ GENERATED = {
     "docs/results/contamination.md": "experiments.results.contamination",
     "docs/results/speed.md": "experiments.results.speed",
     "docs/results/speedcheck_summary.md": "experiments.results.speedcheck_summary",
+    "docs/results/reliability.md": "experiments.results.reliability",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {
     "docs/results/gpu.md": SPEED,
     "docs/results/scale.md": "bench/ measurements without committed records; not yet converted",
-    "docs/results/reliability.md": "bench/faults.py output without a committed record; not yet converted",
     "docs/results/serve_fairness.txt": "bench/serve_fairness.py output, kept with its caveats",
 }
 

@@ -42,7 +42,7 @@ INDEX = (
     ("gpu_floor.md", "**The GPU step against its floor** (issue 35): side by side with the original MQAN on an H200, "
                      "kernels, launches and synchronisations per step, and the targets (all missed)."),
     ("scale.md", "**Scaling**: Beam workers, metric processes, Ray Train workers and Ray Serve replicas on 2 cores."),
-    ("reliability.md", "**Reliability**: the fault bench (`bench/faults.py`)."),
+    ("reliability.md", "**Reliability**: the fault bench (`bench/faults/`, issues 12, 24 and 34): {{tally}}."),
     ("serve_fairness.txt", "**Serving fairness**: one-sentence calls beside a large call, with and without the "
                            "batch budget (`bench/serve_fairness.py`)."),
 )

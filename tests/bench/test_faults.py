@@ -1,7 +1,7 @@
-"""bench/faults.py as tests: every fast case is handled (one test each, run in this process), the table and
-its counts, and the two slow cases that are tests nowhere else: a real full disk (a 1 MB tmpfs, where this
-machine lets the test mount one) and `deca serve` answering one-sentence calls while long contexts are
-decoded. The other slow cases are the slow tests they name (DVC, MLflow, Ray, Ctrl-C)."""
+"""bench/faults as tests: every fast case is handled (one test each, run in this process), the tables, the
+counts and the record, and the two slow cases that are tests nowhere else: a real full disk (a 1 MB tmpfs,
+where this machine lets the test mount one) and `deca serve` answering one-sentence calls while long
+contexts are decoded. The other slow cases are the slow tests they name (DVC, MLflow, Ray, Ctrl-C, SIGTERM)."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from bench import bad_inputs, faults
+from bench.faults.cli import main
+from bench.faults.case import slow_verdict
+from bench.faults.tools import FIXTURES, processed, tiny_checkpoint
 from tests.conftest import ROOT
 
 CASES = faults.all_cases()
@@ -53,33 +56,57 @@ def test_every_case_has_a_group_and_one_way_to_its_verdict():
             assert f"def {func}(" in (ROOT / path).read_text(encoding="utf-8"), case.test
 
 
-def test_the_table_groups_the_verdicts_counts_them_and_fails_on_one_not_handled(monkeypatch, capsys):
-    def fails(tmp):
-        raise faults.NotHandled("accepted")
+def fails(tmp):
+    raise faults.NotHandled("accepted")
 
-    cases = [faults.Case("bad input", "good | one", "here", lambda tmp: "refused: x"),
-             faults.Case("fault", "bad one", "here", fails),
-             faults.Case("load", "slow one", "here", test="tests/x.py::test_y")]
-    monkeypatch.setattr(faults, "all_cases", lambda: cases)
-    assert faults.main(["--fast"]) == 1
+
+TRIO = [faults.Case("bad input", "good | one", "here", lambda tmp: "refused: x"),
+        faults.Case("fault", "bad one", "here", fails),
+        faults.Case("load", "slow one", "here", test="tests/x.py::test_y")]
+
+
+def test_the_tables_group_the_verdicts_count_them_and_fail_on_one_not_handled(capsys):
+    assert main(["--fast"], cases=TRIO) == 1
     out = capsys.readouterr().out
     assert "### bad input: 1 of 1 handled" in out and "### fault: 0 of 1 handled" in out
-    assert "| good / one | here | handled | refused: x |" in out
+    assert "### load: 0 of 0 handled, 1 not run" in out
+    assert re.search(r"\| good / one \| here \| handled \| refused: x \| \d+\.\d \|", out)
     assert "| bad one | here | **NOT HANDLED** | accepted |" in out
-    assert "| slow one | here | not run (slow) | tests/x.py::test_y |" in out
-    assert out.rstrip().endswith("1 of 2 handled (1 slow cases not run: --fast or --skip)")
-    monkeypatch.setattr(faults, "all_cases", lambda: cases[:1])
-    assert faults.main(["--fast"]) == 0
+    assert "| slow one | here | not run (slow) | tests/x.py::test_y (not run: --fast) | - |" in out
+    assert out.rstrip().endswith("1 of 2 cases handled (1 not handled); 1 slow cases not run")
+    assert main(["--fast"], cases=TRIO[:1]) == 0
+
+
+def test_the_record_holds_what_the_page_needs_and_renders_it(tmp_path, capsys):
+    from experiments.results import records
+    from experiments.results.reliability import values
+
+    path = tmp_path / "reliability.json"
+    assert main(["--fast", "--skip", "x", "--record", str(path)], cases=TRIO) == 1
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["command"] == f"python -m bench.faults --fast --skip x --record {path}"
+    assert record["commit"] and record["date"] and record["minutes"] >= 0 and record["source"]
+    assert len(record["load"]["before"]) == len(record["load"]["after"]) == 3
+    assert records.check_record(record) == []
+    assert [(c["name"], c["verdict"], c["kind"]) for c in record["cases"]] == [
+        ("good | one", "handled", "fast"), ("bad one", "not handled", "fast"), ("slow one", "not run", "slow")]
+    assert record["cases"][1]["evidence"] == "accepted" and record["cases"][2]["test"] == "tests/x.py::test_y"
+    page = values(record)
+    assert page["tally"] == "1 of 2 cases handled (1 not handled); 1 slow cases not run"
+    assert "- **bad one** (here): accepted" in page["not_handled"]
+    assert "slow one: tests/x.py::test_y (not run: --fast)" in page["not_run"]
 
 
 def test_a_slow_verdict_is_its_test_passing_with_every_parameter():
     case = faults.Case("fault", "x", "here", test="tests/infra/test_processes.py::test_a")
-    passed = [("tests.infra.test_processes", "test_a[1]", 3.0, "passed"),
-              ("tests.infra.test_processes", "test_ab", 1.0, "failed")]
-    assert faults.slow_verdict(case, passed, 9).handled
-    assert not faults.slow_verdict(case, [*passed, ("tests.infra.test_processes", "test_a[2]", 1, "skipped")],
-                                   9).handled
-    assert "not run" in faults.slow_verdict(case, passed[1:], 9).detail
+    passed = [("tests.infra.test_processes", "test_a[1]", 3.0, "passed", ""),
+              ("tests.infra.test_processes", "test_ab", 1.0, "failed", "boom")]
+    assert slow_verdict(case, passed, 9).handled
+    assert slow_verdict(case, [*passed, ("tests.infra.test_processes", "test_a[2]", 1, "xfailed", "known")],
+                        9).handled is False
+    skipped = slow_verdict(case, [("tests.infra.test_processes", "test_a", 0, "skipped", "needs root")], 9)
+    assert skipped.handled is None and "skipped: needs root" in skipped.detail
+    assert "not run" in slow_verdict(case, passed[1:], 9).detail
 
 
 # ----------------------------------------------------------------------------- a real full disk
@@ -126,7 +153,7 @@ def deca(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def predict_args(tmp: Path, n: int) -> list[str]:
-    return ["predict", "--checkpoint", str(faults.tiny_checkpoint(tmp)), "--input", str(requests_file(tmp, n)),
+    return ["predict", "--checkpoint", str(tiny_checkpoint(tmp)), "--input", str(requests_file(tmp, n)),
             "--device", "cpu", "--no-progress"]
 
 
@@ -135,7 +162,7 @@ def score_args(tmp: Path) -> list[str]:
     preds.write_text("".join(json.dumps({"id": f"validation-{i}", "prediction": "positive"}) + "\n"
                              for i in range(4)), encoding="utf-8")
     return ["score", "--task", "sst", "--split", "validation", "--predictions", str(preds), "--data",
-            str(faults.processed(tmp)), "--no-progress"]
+            str(processed(tmp)), "--no-progress"]
 
 
 FULL_DISK = {  # name: (bytes left free, the command's arguments but the output, its output option)
@@ -164,7 +191,7 @@ def test_a_real_full_disk_is_named_and_leaves_nothing(small_disk, tmp_path, how)
 def test_a_real_full_disk_during_prepare_is_named_and_leaves_nothing(small_disk, tmp_path):
     fill(small_disk)
     target = small_disk / "new" / "processed"
-    done = deca("prepare", "--tasks", "sst", "--splits", "validation", "--mirror", str(faults.FIXTURES / "corpora"),
+    done = deca("prepare", "--tasks", "sst", "--splits", "validation", "--mirror", str(FIXTURES / "corpora"),
                 "--out", str(target), cwd=tmp_path)
     assert_named_and_nothing_left(done, target, small_disk)
 
@@ -179,7 +206,7 @@ def test_small_calls_are_answered_while_long_contexts_are_decoded(tmp_path):
     from bench.serve import free_port, start, stop
     from bench.serve_fairness import large_call, scenario
 
-    proc, url, _ = start(["--checkpoint", str(faults.tiny_checkpoint(tmp_path)), "--port", str(free_port()),
+    proc, url, _ = start(["--checkpoint", str(tiny_checkpoint(tmp_path)), "--port", str(free_port()),
                           "--device", "cpu"], timeout=120)
     try:
         took = scenario(url, large_call(64, 20_000 - 10), argparse.Namespace(small=20, seconds=150))
