@@ -21,10 +21,10 @@ GENERATED = {
     "docs/results/multitask.md": "experiments.results.multitask",
     "docs/results/gpu_floor.md": "experiments.results.gpu_floor",
     "docs/results/contamination.md": "experiments.results.contamination",
+    "docs/results/gpu.md": "experiments.results.gpu",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {
-    "docs/results/gpu.md": SPEED,
     "docs/results/speed.md": SPEED,
     "docs/results/speedcheck_summary.md": SPEED,
     "docs/results/scale.md": "bench/ measurements without committed records; not yet converted",
