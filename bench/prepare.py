@@ -159,7 +159,7 @@ def child(variant: str, corpora: Path, rows_per_shard: int) -> dict:
         else:
             n = run_beam(corpora, Path(tmp) / "processed", rows_per_shard, beam_args)
         seconds = time.perf_counter() - start
-        written = Path(tmp) / ("processed" if beam_args else "")
+        written = Path(tmp) / "processed" if beam_args is not None else Path(tmp)  # in-process beam's args are []
         size = sum(p.stat().st_size for p in written.rglob("*.parquet"))
         digest = parquet_digest(written)
     return {"variant": variant, "examples": n, "seconds": seconds, "imports": imports,
