@@ -196,9 +196,10 @@ def model_line(model: dict | None) -> str:
     """Which model was served: the serve_model record's training run, or that none is recorded."""
     if model is None:
         return "- **Model:** not recorded."
-    return (f"- **Model:** {model['what']}, trained for this page on {model['date']} (commit `{model['commit']}`): "
-            f"`.venv/bin/{model['command']}`; {model['iterations']:,} iterations in {num(model['minutes'])} minutes "
-            f"(load average {num(model['load_before'][0], 2)} before). The model of the earlier figures was not kept.")
+    return (f"- **Model:** {model['what']}, trained for this page on {model['date']} (commit `{model['commit']}`, "
+            f"load average {num(model['load_before'][0], 2)} before): `.venv/bin/{model['command']}`, a "
+            f"{num(model['minutes_budget'], 0)}-minute budget, {model['iterations']:,} iterations by its last "
+            f"validation ({num(model['minutes'])} min). The model behind the figures this page quoted before was not kept.")
 
 
 def not_rerun(name: str) -> str:

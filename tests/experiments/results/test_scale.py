@@ -78,3 +78,13 @@ def test_a_bench_without_a_record_is_said_not_rerun(monkeypatch):
     found = scale.values()
     assert "Not rerun: `bench.serve`" in found["serve"] and "Not rerun: `bench.metrics`" in found["metrics"]
     assert "`bench.prepare`" not in found["not_rerun"] and "`bench.serve`" in found["not_rerun"]
+
+
+def test_the_served_model_is_named_with_its_training_or_said_not_recorded():
+    model = {"what": "a fully joint model", "date": "2026-11-26 23:50 UTC", "commit": "abc1234",
+             "load_before": [3.1, 3.0, 2.9], "command": "python -m experiments.experiment_multitask --joint-minutes 12",
+             "minutes_budget": 12, "iterations": 1234, "minutes": 11.52}
+    line = scale.model_line(model)
+    assert "a 12-minute budget, 1,234 iterations by its last validation (11.5 min)" in line
+    assert "`.venv/bin/python -m experiments.experiment_multitask --joint-minutes 12`" in line
+    assert scale.model_line(None) == "- **Model:** not recorded."
