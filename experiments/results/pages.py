@@ -22,12 +22,12 @@ GENERATED = {
     "docs/results/gpu_floor.md": "experiments.results.gpu_floor",
     "docs/results/contamination.md": "experiments.results.contamination",
     "docs/results/gpu.md": "experiments.results.gpu",
+    "docs/results/scale.md": "experiments.results.scale",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {
     "docs/results/speed.md": SPEED,
     "docs/results/speedcheck_summary.md": SPEED,
-    "docs/results/scale.md": "bench/ measurements without committed records; not yet converted",
     "docs/results/reliability.md": "bench/faults.py output without a committed record; not yet converted",
     "docs/results/serve_fairness.txt": "bench/serve_fairness.py output, kept with its caveats",
 }
