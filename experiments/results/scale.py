@@ -80,9 +80,9 @@ def prepare_section(rec: dict | None) -> str:
                  f"questions). A plain loop with the same cache is {num(r['plain-cached/plain'], 2)}x, so 2 workers "
                  f"are {num(r['beam-mp2/plain-cached'], 2)}x of that.")
     lines.append(f"- In-process Beam takes {num(found['beam_extra'], 1)} s more than the plain loop with the same "
-                 f"cache: Beam's fixed cost (the pipeline, the planning read) and its per-element overhead, on a job "
-                 f"of {num(best['plain-cached'], 1)} s. dask2 starts its own cluster in the job; dask2-up uses one "
-                 f"already running.")
+                 f"cache, whose whole job takes {num(best['plain-cached'], 1)} s: Beam's fixed cost (the pipeline, the "
+                 f"planning read) and its per-element overhead. dask2 starts its own cluster in the job; dask2-up uses "
+                 f"one already running.")
     return "\n".join(lines)
 
 
