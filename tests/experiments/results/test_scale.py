@@ -88,3 +88,10 @@ def test_the_served_model_is_named_with_its_training_or_said_not_recorded():
     assert "a 12-minute budget, 1,234 iterations by its last validation (11.5 min)" in line
     assert "`.venv/bin/python -m experiments.experiment_multitask --joint-minutes 12`" in line
     assert scale.model_line(None) == "- **Model:** not recorded."
+
+
+def test_a_run_that_began_with_more_load_than_cores_says_so():
+    quiet, busy = base("python -m bench.x"), base("python -m bench.x")
+    busy["load_before"] = [2.5, 2.0, 1.0]
+    assert "More runnable work than cores" not in scale.header(quiet)
+    assert "More runnable work than cores" in scale.header(busy)
