@@ -1,6 +1,7 @@
 """Benchmark of the metric suite on the largest real sets we have, and ROUGE with 1 vs 2 processes.
 
-    .venv/bin/python -m bench.metrics [--corpora ../shared/corpora] [--rouge-n 2000]
+    .venv/bin/python -m bench.metrics [--corpora ../shared/corpora] [--rouge-n 2000] [--repeat 1] \
+        [--record docs/results/records/scale/metrics.json]
 
 Part 1 times `eval.api.score_task` (the task's whole suite: headline family + em/nem/nf1) on real gold
 rows read with the task modules (SQuAD dev, MRQA SQuAD dev, QA-SRL dev, SST dev, WOZ validation, the
@@ -10,6 +11,7 @@ use_stemmer=True, one process, as a straightforward port would) with `eval.metri
 processes. There are only 20 real CNN stories here, so the pairs are built from them: gold = the
 story's highlights, prediction = a window of 3 consecutive article sentences (a lead-3-like
 summary), the window sliding over each article; lengths and vocabulary are those of real CNN text.
+The tables show the best of --repeat timings; `--record` writes every timing (bench/record.py).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench import record
 from deca.registry import Dropped, get_task
 from eval.api import score_task
 from eval.metrics import rouge as rouge_mod
@@ -71,33 +74,45 @@ def perturbed(rows: list[dict]) -> dict[str, str]:
     return out
 
 
-def timed(fn, repeat: int) -> tuple[float, object]:
-    best, result = float("inf"), None
+def timed(fn, repeat: int) -> tuple[list[float], object]:
+    """The seconds of each of `repeat` calls of `fn`, and the last call's result."""
+    times, result = [], None
     for _ in range(repeat):
         start = time.perf_counter()
         result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        times.append(time.perf_counter() - start)
+    return times, result
 
 
-def suite_table(corpora: Path, repeat: int) -> None:
+def suite_table(corpora: Path, repeat: int) -> list[dict]:
+    """Print the metric suite's table (best of `repeat` per set); its rows, with every timing."""
     print(f"## Full metric suite per task (best of {repeat})\n")
     print(f"| set | task | n | headline | value | seconds | examples/s |")
     print("|---|---|---:|---|---:|---:|---:|")
-    total_n, total_s = 0, 0.0
+    out = []
     for label, task, split, files in SETS:
         try:
             rows = gold_rows(corpora, task, split, files)
         except (FileNotFoundError, KeyError) as exc:
             print(f"| {label} | {task} | - | skipped: {exc} | | | |")
+            out.append({"set": label, "task": task, "skipped": str(exc)})
             continue
         preds = perturbed(rows)
-        seconds, result = timed(lambda: score_task(task, preds, rows), repeat)
-        h = result["headline"]
-        total_n, total_s = total_n + len(rows), total_s + seconds
+        times, result = timed(lambda: score_task(task, preds, rows), repeat)
+        h, seconds = result["headline"], min(times)
+        out.append({"set": label, "task": task, "examples": len(rows), "headline": h["name"],
+                    "value": h["value"], "seconds": times})
         print(f"| {label} | {task} | {len(rows)} | {h['name']} | {h['value']:.2f} | {seconds:.3f} | "
               f"{len(rows) / seconds:,.0f} |")
+    total_n, total_s = suite_total(out)
     print(f"| **all** | | {total_n} | | | {total_s:.3f} | {total_n / max(total_s, 1e-9):,.0f} |\n")
+    return out
+
+
+def suite_total(rows: list[dict]) -> tuple[int, float]:
+    """Examples scored and the sum of each set's best time, over the sets not skipped."""
+    done = [r for r in rows if "seconds" in r]
+    return sum(r["examples"] for r in done), sum(min(r["seconds"]) for r in done)
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -123,14 +138,16 @@ def rouge_pairs(corpora: Path, n: int) -> list[tuple[str, list[str]]]:
     return pairs[:n]
 
 
-def rouge_table(corpora: Path, n: int, repeat: int) -> None:
+def rouge_table(corpora: Path, n: int, repeat: int) -> dict | None:
+    """Print the ROUGE comparison (best of `repeat`); every scorer's timings and the pairs' mean words
+    (None when there are no CNN stories)."""
     from rouge_score import rouge_scorer
 
     try:
         pairs = rouge_pairs(corpora, n)
     except FileNotFoundError as exc:
         print(f"ROUGE skipped: no CNN stories at {exc}")
-        return
+        return None
     preds = [p for p, _ in pairs]
     golds = [g for _, g in pairs]
     words = sum(len(p.split()) + len(g[0].split()) for p, g in pairs) / len(pairs)
@@ -147,14 +164,16 @@ def rouge_table(corpora: Path, n: int, repeat: int) -> None:
     print("| scorer | seconds | pairs/s | speed-up vs direct |")
     print("|---|---:|---:|---:|")
     base = None
-    results = {}
+    results, times = {}, {}
     for label, fn in runs:
-        seconds, results[label] = timed(fn, repeat)
+        times[label], results[label] = timed(fn, repeat)
+        seconds = min(times[label])
         base = base or seconds
         print(f"| {label} | {seconds:.2f} | {n / seconds:,.0f} | {base / seconds:.2f}x |")
     one, two = (results[label] for label, _ in runs[1:])
     assert one == two, "1 and 2 processes must give identical scores"
     print()
+    return {"pairs": n, "words_per_pair": words, "seconds": times, "same_scores_1_and_2_processes": one == two}
 
 
 def main() -> int:
@@ -164,16 +183,21 @@ def main() -> int:
     parser.add_argument("--rouge-n", type=int, default=2000, help="(prediction, gold) pairs for ROUGE")
     parser.add_argument("--repeat", type=int, default=1, help="timed repetitions (the best is shown)")
     parser.add_argument("--skip-suite", action="store_true", help="only the ROUGE comparison")
+    parser.add_argument("--record", type=Path, help="write every timing as JSON here (bench/record.py)")
     args = parser.parse_args()
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:
         cpus = os.cpu_count()
+    started = record.begin("bench.metrics")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# Metric benchmark ({cpus} CPUs visible, load average {load:.2f} at start)\n")
-    if not args.skip_suite:
-        suite_table(args.corpora, args.repeat)
-    rouge_table(args.corpora, args.rouge_n, args.repeat)
+    suite = None if args.skip_suite else suite_table(args.corpora, args.repeat)
+    rouge = rouge_table(args.corpora, args.rouge_n, args.repeat)
+    if args.record:
+        settings = {"corpora": str(args.corpora), "rouge_n": args.rouge_n, "repeat": args.repeat,
+                    "skip_suite": args.skip_suite, "cpus_visible": cpus}
+        record.write(args.record, started, settings, {"suite": suite, "rouge": rouge})
     return 0
 
 

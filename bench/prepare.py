@@ -5,7 +5,8 @@ QA-SRL): read raw records -> (context, question, answer) -> normalize, lowercase
 shards of the processed schema (the same bytes). Each variant runs in its own fresh Python process, so
 that its peak RSS (getrusage ru_maxrss; for the runners with worker processes also the largest worker's) is its own.
 
-    .venv/bin/python -m bench.prepare [--corpora ../shared/corpora] [--repeat 1] [--variants plain,beam-mp2]
+    .venv/bin/python -m bench.prepare [--corpora ../shared/corpora] [--repeat 1] [--variants plain,beam-mp2] \
+        [--record docs/results/records/scale/prepare.json]
 
 Variants:
   plain         the reference: a loop calling `pipelines.rows.to_row` per example, a Parquet file per
@@ -24,12 +25,15 @@ Times are the job itself (imports and interpreter start excluded, reported separ
 and dask2 they include starting and stopping the worker processes; dask2-up's cluster is started
 before the timer and its first job warms the workers' imports, so it is run twice and the second timed). The last lines give the ratio of beam-mp2
 to plain (issue 16 asks for >= 1.5x) and to plain-cached. Nothing is asserted: timings vary with the
-machine and its load (run it on a quiet machine; --repeat keeps the best run of each variant).
+machine and its load (run it on a quiet machine; --repeat keeps the best run of each variant). `--record`
+writes every run of every variant (bench/record.py), with a digest of each run's Parquet files (names and
+bytes), so that the outputs of two variants can be compared.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import resource
@@ -39,6 +43,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
+
+from bench import record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,9 +159,20 @@ def child(variant: str, corpora: Path, rows_per_shard: int) -> dict:
         else:
             n = run_beam(corpora, Path(tmp) / "processed", rows_per_shard, beam_args)
         seconds = time.perf_counter() - start
-        size = sum(p.stat().st_size for p in (Path(tmp) / ("processed" if beam_args else "")).rglob("*.parquet"))
+        written = Path(tmp) / "processed" if beam_args is not None else Path(tmp)  # in-process beam's args are []
+        size = sum(p.stat().st_size for p in written.rglob("*.parquet"))
+        digest = parquet_digest(written)
     return {"variant": variant, "examples": n, "seconds": seconds, "imports": imports,
-            "rss_mb": peak_rss_mb(), "import_rss_mb": import_rss, "child_rss_mb": peak_rss_mb(children=True), "parquet_mb": size / 2**20}
+            "rss_mb": peak_rss_mb(), "import_rss_mb": import_rss, "child_rss_mb": peak_rss_mb(children=True),
+            "parquet_mb": size / 2**20, "digest": digest}
+
+
+def parquet_digest(folder: Path) -> str:
+    """sha256 (16 hex) over the Parquet files under `folder`: their relative names and bytes, in name order."""
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*.parquet")):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def main() -> int:
@@ -164,6 +181,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per variant (best time is reported)")
     parser.add_argument("--rows-per-shard", type=int, default=5000)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ", ".join(VARIANTS))
+    parser.add_argument("--record", type=Path, help="write every run and the ratios as JSON here (bench/record.py)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -172,14 +190,33 @@ def main() -> int:
     if not args.corpora.is_dir():
         print(f"error: {args.corpora} not found (pass --corpora DIR: a mirror with squad/, sst/, woz/, srl/)", file=sys.stderr)
         return 1
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    results: dict[str, dict] = {}
     variants = [v for v in args.variants.split(",") if v]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         print(f"error: unknown variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
         return 1
-    # Round-robin over the variants, so that a change in the machine's load hits them alike.
+    started = record.begin("bench.prepare")
+    runs = measure(variants, args)
+    if runs is None:
+        return 1
+    results = {v: min(rs, key=lambda r: r["seconds"]) for v, rs in runs.items()}
+    print_table(results, args)
+    counts = {r["examples"] for r in results.values()}
+    if len(counts) > 1:
+        print(f"warning: variants produced different example counts: {sorted(counts)}", file=sys.stderr)
+        return 1
+    if args.record:
+        settings = {"corpora": str(args.corpora), "repeat": args.repeat, "rows_per_shard": args.rows_per_shard,
+                    "variants": variants, "jobs": JOBS}
+        record.write(args.record, started, settings, {"runs": runs, "ratios": ratios(results)})
+    return 0
+
+
+def measure(variants: list[str], args) -> dict[str, list[dict]] | None:
+    """Every run of every variant, each in a fresh process, round-robin over the variants so that a change
+    in the machine's load hits them alike (None when a run failed)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    runs: dict[str, list[dict]] = {}
     for _ in range(args.repeat):
         for variant in variants:
             proc = subprocess.run([sys.executable, "-m", "bench.prepare", "--child", variant, "--corpora", str(args.corpora),
@@ -187,12 +224,15 @@ def main() -> int:
                                   capture_output=True, text=True, env=env, cwd=ROOT)
             if proc.returncode != 0:
                 print(proc.stderr[-3000:], file=sys.stderr)
-                return 1
+                return None
             r = json.loads(proc.stdout.strip().splitlines()[-1])
-            if variant not in results or r["seconds"] < results[variant]["seconds"]:
-                results[variant] = r
+            runs.setdefault(variant, []).append(r)
             print(f"  {variant}: {r['examples']:,} examples in {r['seconds']:.2f} s", file=sys.stderr)
-    counts = {r["examples"] for r in results.values()}
+    return runs
+
+
+def print_table(results: dict[str, dict], args) -> None:
+    """The best run of each variant, its examples/s against plain, and the issue-16 line."""
     base = results.get("plain")
     jobs = ", ".join(f"{t}[{'/'.join(s)}]" for t, s in JOBS.items())
     print(f"prepare benchmark: {jobs} from {args.corpora}")
@@ -204,13 +244,18 @@ def main() -> int:
         workers = f"{r['child_rss_mb']:.0f}" if r["variant"] in WORKER_VARIANTS else "-"
         print(f"{r['variant']:<12} {r['examples']:>9,} {r['seconds']:>7.2f} {rate:>8,.0f} {ratio:>9} "
               f"{r['imports']:>9.2f} {r['import_rss_mb']:>17.0f} {r['rss_mb']:>12.0f} {workers:>11} {r['parquet_mb']:>11.1f}")
-    if len(counts) > 1:
-        print(f"warning: variants produced different example counts: {sorted(counts)}", file=sys.stderr)
-        return 1
     print(f"machine: {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f} after the runs; "
           f"best of {args.repeat} run(s) per variant")
     print(target_line(results))
-    return 0
+
+
+def ratios(results: dict[str, dict]) -> dict[str, float]:
+    """Each variant's examples/s (its best run) over plain's, and beam-mp2's over plain-cached's where both ran."""
+    rate = {v: r["examples"] / r["seconds"] for v, r in results.items()}
+    out = {f"{v}/plain": rate[v] / rate["plain"] for v in rate if "plain" in rate and v != "plain"}
+    if "beam-mp2" in rate and "plain-cached" in rate:
+        out["beam-mp2/plain-cached"] = rate["beam-mp2"] / rate["plain-cached"]
+    return out
 
 
 def target_line(results: dict[str, dict]) -> str:

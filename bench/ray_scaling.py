@@ -13,6 +13,9 @@ through pipelines.rows.to_row into a temporary processed directory (no Beam).
     .venv/bin/python -m bench.ray_scaling                           # SST, paper model (d=200), 12 iterations
     .venv/bin/python -m bench.ray_scaling --dimension 64 --iterations 40 --tasks sst woz.en
     .venv/bin/python -m bench.ray_scaling --precision bf16 --iterations 24
+    .venv/bin/python -m bench.ray_scaling --record docs/results/records/scale/ray_scaling.json
+
+`--record` writes the settings, each setup's figures and the ratios as JSON (bench/record.py).
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from bench import record
 from deca.checks import load_params
 from deca.registry import Dropped, get_task
 from deca.schema import EXAMPLE_SCHEMA, split_dir
@@ -117,8 +121,10 @@ def main() -> None:
     ap.add_argument("--dimension", type=int, default=None, help="model dimension (default: params.yaml)")
     ap.add_argument("--val-examples", type=int, default=8, help="validation examples per task (end of fit)")
     ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="train.precision (default fp32)")
+    ap.add_argument("--record", type=Path, help="write the settings, figures and ratios as JSON here")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    started = record.begin("bench.ray_scaling")
 
     with tempfile.TemporaryDirectory(prefix="deca-bench-") as tmp:
         tmp = Path(tmp)
@@ -150,23 +156,44 @@ def main() -> None:
         finally:
             ray.shutdown()
 
+    config = {"tasks": args.tasks, "iterations": args.iterations, "dimension": model.dimension,
+              "precision": args.precision, "budget": train.token_budget, "data": source}
+    found = report(results, args.iterations)
+    print(json.dumps({"config": config, "results": results}, indent=1))
+    if args.record:
+        record.write(args.record, started, config, {"results": results, "ratios": found})
+
+
+def report(results: dict[str, dict], iterations: int) -> dict[str, float]:
+    """Add each setup's fixed seconds (wall time beyond its iterations' step time), print the table and the
+    ratios; the ratios."""
     base = results["plain loop, 1 thread"]["tokens_per_s"]
     base_it = results["plain loop, 1 thread"]["s_per_iteration"]
     print(f"\n{'setup':24} {'tokens/s':>10} {'vs plain 1t':>12} {'wall s':>8} {'fixed s':>8}")
     for name, r in results.items():
         # the same batches (same token count per iteration) take base_it * base / rate seconds each
         per_it = r.get("s_per_iteration") or base_it * base / r["tokens_per_s"]
-        r["fixed_s"] = r["wall_s"] - args.iterations * per_it  # start-up, warm-up, teardown, final validation
+        r["fixed_s"] = r["wall_s"] - iterations * per_it  # start-up, warm-up, teardown, final validation
         print(f"{name:24} {r['tokens_per_s']:10.0f} {r['tokens_per_s'] / base:11.2f}x {r['wall_s']:8.1f} "
               f"{r['fixed_s']:8.1f}")
-    r1, r2 = results["ray, 1 worker"]["tokens_per_s"], results["ray, 2 workers"]["tokens_per_s"]
-    print(f"\nRay per-step overhead (1 worker vs plain loop, 1 thread): {100 * (base / r1 - 1):+.1f}% time per token")
-    print(f"scaling 1 -> 2 workers: {r2 / r1:.2f}x tokens/s")
-    best = max(results["plain loop, 1 thread"]["tokens_per_s"], results["plain loop, 2 threads"]["tokens_per_s"])
-    print(f"ray, 2 workers vs the best plain loop (the machine's ceiling): {r2 / best:.2f}x")
-    print(json.dumps({"config": {"tasks": args.tasks, "iterations": args.iterations, "dimension": model.dimension,
-                                 "precision": args.precision,
-                                 "budget": train.token_budget, "data": source}, "results": results}, indent=1))
+    found = ratios(results)
+    print(f"\nRay per-step overhead (1 worker vs plain loop, 1 thread): "
+          f"{100 * (found['time_per_token_ray1_vs_plain1'] - 1):+.1f}% time per token")
+    print(f"scaling 1 -> 2 workers: {found['ray2_vs_ray1']:.2f}x tokens/s")
+    print(f"ray, 2 workers vs the best plain loop (the machine's ceiling): {found['ray2_vs_best_plain']:.2f}x")
+    return found
+
+
+def ratios(results: dict[str, dict]) -> dict[str, float]:
+    """Tokens/s ratios: each setup against the 1-thread plain loop, 2 workers against 1, 2 threads against 1,
+    2 workers against the better plain loop; and Ray's time per token against the 1-thread plain loop."""
+    rate = {name: r["tokens_per_s"] for name, r in results.items()}
+    base, r1, r2 = rate["plain loop, 1 thread"], rate["ray, 1 worker"], rate["ray, 2 workers"]
+    out = {f"{name} vs plain loop, 1 thread": v / base for name, v in rate.items()}
+    out.update({"time_per_token_ray1_vs_plain1": base / r1, "ray2_vs_ray1": r2 / r1,
+                "plain2_vs_plain1": rate["plain loop, 2 threads"] / base,
+                "ray2_vs_best_plain": r2 / max(base, rate["plain loop, 2 threads"])})
+    return out
 
 
 if __name__ == "__main__":

@@ -13,6 +13,10 @@ Questions: the example inputs (infer/serve/examples.py) of --tasks, in turn.
 
     .venv/bin/python -m bench.serve                               # the README model (SST, WOZ, QA-SRL, MWSC)
     .venv/bin/python -m bench.serve --checkpoint model.pt --calls 100 --seconds 30
+    .venv/bin/python -m bench.serve --record docs/results/records/scale/serve-1.json
+
+`--record` writes the settings and, per server and scenario, the figures and every call's latency as JSON
+(bench/record.py); the answers stay out, only whether the two servers gave the same ones.
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
+
+from bench import record
 
 ROOT = Path(__file__).resolve().parents[1]
 README_RUN = ROOT / "checkpoints" / "readme-experiment"
@@ -153,7 +159,7 @@ def load(url: str, pool: list[dict], per_call: int, clients: int, calls: int, se
             "questions_per_s": len(latencies) * per_call / wall,
             "p50_ms": 1000 * statistics.median(latencies),
             "p95_ms": 1000 * latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))],
-            "answers": answers}
+            "latencies_ms": [round(1000 * t, 1) for t in latencies], "answers": answers}
 
 
 def run_server(name: str, argv: list[str], pool: list[dict], args) -> dict:
@@ -186,7 +192,9 @@ def main() -> int:
     parser.add_argument("--max-wait-ms", type=float, default=5, help="deca serve --max-wait-ms (default 5)")
     parser.add_argument("--device", default="cpu", help="deca serve --device (default cpu)")
     parser.add_argument("--start-timeout", type=float, default=300, help="seconds to wait for a server")
+    parser.add_argument("--record", type=Path, help="write the settings and figures as JSON here (bench/record.py)")
     args = parser.parse_args()
+    started = record.begin("bench.serve")
     pool = questions(args.tasks)
     common = ["--checkpoint", args.checkpoint, "--vocab", args.vocab, "--device", args.device,
               "--max-batch", str(args.max_batch), "--max-wait-ms", str(args.max_wait_ms)]
@@ -196,7 +204,18 @@ def main() -> int:
     report(local, ray, args)
     same = all(local[s]["answers"].get(c) == a for s, *_ in SCENARIOS for c, a in ray[s]["answers"].items())
     print(f"\nsame answers from both servers: {'yes' if same else 'NO'}")
+    if args.record:
+        settings = {k: getattr(args, k) for k in ("checkpoint", "vocab", "tasks", "calls", "seconds", "max_batch",
+                                                   "max_wait_ms", "device")}
+        record.write(args.record, started, settings, {"servers": {"uvicorn": without_answers(local),
+                                                                  "ray_serve_2_replicas": without_answers(ray)},
+                                                      "same_answers": same})
     return 0 if same else 1
+
+
+def without_answers(results: dict) -> dict:
+    """A server's results for the record: every scenario's figures without its answers, and /health."""
+    return {k: {f: v for f, v in r.items() if f != "answers"} if k != "health" else r for k, r in results.items()}
 
 
 def report(local: dict, ray: dict, args) -> None:

@@ -24,11 +24,11 @@ GENERATED = {
     "docs/results/speed.md": "experiments.results.speed",
     "docs/results/speedcheck_summary.md": "experiments.results.speedcheck_summary",
     "docs/results/reliability.md": "experiments.results.reliability",
+    "docs/results/gpu.md": "experiments.results.gpu",
+    "docs/results/scale.md": "experiments.results.scale",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {
-    "docs/results/gpu.md": SPEED,
-    "docs/results/scale.md": "bench/ measurements without committed records; not yet converted",
     "docs/results/serve_fairness.txt": "bench/serve_fairness.py output, kept with its caveats",
 }
 

@@ -74,10 +74,15 @@ def agreement_span(record: dict, task: str, precision: str) -> tuple[str, str]:
     return num(min(changed)), num(max(changed))
 
 
+def sst_ems() -> list[float]:
+    """The SST EM of each single-task SST model of the zero-shot page (the SST recipe, one seed each)."""
+    group = next(g for g in records.load("zero_shot")["groups"] if g["name"] == "SST alone")
+    return [m["sst"]["em"] for _, m in zero_shot.models(group)]
+
+
 def sst_spread() -> str:
     """The SST recipe's EM over the single-task SST models of the zero-shot page (mean ± sd, n)."""
-    group = next(g for g in records.load("zero_shot")["groups"] if g["name"] == "SST alone")
-    ems = [m["sst"]["em"] for _, m in zero_shot.models(group)]
+    ems = sst_ems()
     return f"{mean_sd(ems)} EM over {len(ems)} models"
 
 

@@ -38,7 +38,9 @@ INDEX = (
     ("speed.md", "**Speed and memory** side by side with the original MQAN (`../shared/speedcheck`, the same "
                  "allocator for both): {{in_short}}; {{targets_met}} of issue 27's targets met."),
     ("speedcheck_summary.md", "**Speedcheck rounds**: every process behind speed.md."),
-    ("gpu.md", "**One GPU**: bf16 against fp32, and the SST recipe on an H100."),
+    ("gpu.md", "**One GPU**: bf16 against fp32 on an H100 ({{speed_low}}-{{speed_high}}x fp32's speed, "
+               "{{mem_train_low}}-{{mem_train_high}}x its training memory), and the SST recipe in bf16 there: "
+               "{{best_ma}} EM, one seed."),
     ("gpu_floor.md", "**The GPU step against its floor** (issue 35): side by side with the original MQAN on an H200, "
                      "kernels, launches and synchronisations per step, and the targets (all missed)."),
     ("scale.md", "**Scaling**: Beam workers, metric processes, Ray Train workers and Ray Serve replicas on 2 cores."),

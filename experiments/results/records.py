@@ -63,4 +63,5 @@ def describe_machine(found: dict) -> str:
     """One line: CPU model, cores, bf16 units, GPU."""
     bf16 = {True: "with bf16 units", False: "without bf16 units", None: "bf16 units not recorded"}[found["bf16_units"]]
     gpu = f", GPU {found['gpu']}" if found["gpu"] else ""
-    return f"{found['cpu']}, {found['cores']} cores, {bf16}{gpu}"
+    cpu = found["cpu"] or "CPU model not recorded"
+    return f"{cpu}, {found['cores']} cores, {bf16}{gpu}"

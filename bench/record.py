@@ -1,0 +1,45 @@
+"""The JSON record a bench run leaves with `--record PATH` (docs/results/records/scale/ holds those of
+docs/results/scale.md): the command, the commit, the date, the machine (CPU model, cores, bf16 units, GPU:
+experiments/results/runs.this_machine), the load average before and after, the bench's settings and its own
+figures (raw per-repeat timings and the ratios it prints).
+
+    started = record.begin("bench.prepare")       # before the work: command, commit, date, machine, load
+    record.write(path, started, settings, {"runs": ..., "ratios": ...})
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from experiments.results.runs import commit, this_machine
+
+
+def load() -> list[float] | None:
+    """The 1, 5 and 15-minute load averages (None where the system has none)."""
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+def begin(module: str, argv: list[str] | None = None) -> dict:
+    """What a record holds from before the work: the command (`python -m MODULE ARGV`), commit, UTC date and
+    time, this machine and the load average."""
+    argv = sys.argv[1:] if argv is None else argv
+    return {"command": shlex.join(["python", "-m", module, *argv]), "commit": commit(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": this_machine(), "load_before": load()}
+
+
+def write(path: Path, started: dict, settings: dict, figures: dict) -> dict:
+    """Write `started` + the load now + `settings` + `figures` as JSON to `path` (its folder made); the record."""
+    clash = sorted(set(figures) & {*started, "load_after", "settings"})
+    if clash:
+        raise ValueError(f"a bench figure may not be named {', '.join(clash)} (the record's own fields)")
+    record = {**started, "load_after": load(), "settings": settings, **figures}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    print(f"record: {path}", file=sys.stderr)
+    return record

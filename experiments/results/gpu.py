@@ -1,0 +1,141 @@
+"""docs/results/gpu.md: bf16 against fp32 on one H100 (bench/model.py --device cuda), a 5-minute SST run in bf16,
+and the Table 2 grid on an H200, from docs/results/records/gpu.json (the H100 run's printed tables) and
+docs/results/records/table2.json (the grid's runs). Every figure of the prose is computed here from those rows:
+the ranges of bf16's speed and memory against fp32, MFU, the best moving-average EM and its minute; the SST
+recipe's spread between seeds comes from precision.md's generator, set beside the one GPU seed without a
+verdict."""
+from __future__ import annotations
+
+import re
+import statistics
+
+from experiments.results import precision, records
+from experiments.results.render import mean_sd, num, table
+
+PAGE = "docs/results/gpu.md"
+TEMPLATE = "gpu.md"
+BENCH_HEADER = ("configuration", "phase", "examples/batch", "ctx mean", "s/step", "examples/s", "peak GB",
+                "TFLOP/s", "MFU %", "speed vs fp32", "memory vs fp32")
+BENCH_FIELDS = ("configuration", "phase", "examples_per_batch", "ctx_mean", "s_per_step", "examples_per_s",
+                "peak_gb", "tflops", "mfu_pct", "speed_vs_fp32", "memory_vs_fp32")
+
+
+def cell(field: str, value) -> str:
+    """A bench row's value as the bench printed it ('-' where it printed none)."""
+    if value is None or isinstance(value, str):
+        return "-" if value is None else value
+    if field == "speed_vs_fp32":
+        return f"x{value:.2f}"
+    if field in ("peak_gb", "mfu_pct", "memory_vs_fp32"):
+        return f"{value:.2f}"
+    return f"{value:.0f}" if field == "examples_per_batch" and value == int(value) else f"{value:.1f}"
+
+
+def bench_table(run: dict) -> str:
+    """A bench run's rows; a column the run did not keep (every value null) is left out."""
+    keep = [i for i, f in enumerate(BENCH_FIELDS) if any(r[f] is not None for r in run["rows"])]
+    rows = [[cell(BENCH_FIELDS[i], r[BENCH_FIELDS[i]]) for i in keep] for r in run["rows"]]
+    return table([BENCH_HEADER[i] for i in keep], rows, "l" * len(keep))
+
+
+def rows_of(record: dict, precision_: str | None = None, phase: str = "") -> list[dict]:
+    """The bench rows of every run, of one precision and whose phase starts with `phase`."""
+    return [r for run in record["runs"] for r in run["rows"]
+            if (precision_ is None or r["configuration"] == precision_) and r["phase"].startswith(phase)]
+
+
+def span(values: list[float], digits: int = 2) -> tuple[str, str]:
+    """The lowest and highest of `values`, as text."""
+    return num(min(values), digits), num(max(values), digits)
+
+
+def bench_values(record: dict) -> dict[str, str]:
+    """The figures of the two bench runs: step times, MFU, bf16's speed and memory ranges, the larger budget's gain."""
+    small, large = record["runs"]
+    out = {}
+    out["train_step_low"], out["train_step_high"] = span([r["s_per_step"] for r in rows_of(record, phase="train")], 1)
+    out["mfu_max"] = num(max(r["mfu_pct"] for r in rows_of(record) if r["mfu_pct"] is not None), 2)
+    out["speed_low"], out["speed_high"] = span([r["speed_vs_fp32"] for r in rows_of(record, "bf16")])
+    out["mem_train_low"], out["mem_train_high"] = span([r["memory_vs_fp32"] for r in rows_of(record, "bf16", "train")])
+    out["mem_decode_low"], out["mem_decode_high"] = span([r["memory_vs_fp32"] for r in rows_of(record, "bf16", "greedy")])
+    bf16 = rows_of(record, "bf16")
+    out["bf16_rows"] = str(len(bf16))
+    out["faster_rows"] = str(sum(r["speed_vs_fp32"] > 1 for r in bf16))
+    out["smaller_rows"] = str(sum(r["memory_vs_fp32"] < 1 for r in bf16))
+    out["mem_train_saving"] = num(100 * (1 - min(r["memory_vs_fp32"] for r in rows_of(record, "bf16", "train"))), 0)
+    for name, run in (("small", small), ("large", large)):
+        decode = [r["speed_vs_fp32"] for r in run["rows"] if r["configuration"] == "bf16" and r["phase"].startswith("greedy")]
+        out[f"decode_speed_{name}_low"], out[f"decode_speed_{name}_high"] = span(decode)
+        out[f"decode_batch_{name}"] = f"{run['settings']['decode_batch']:,}"
+        out[f"budget_{name}"] = f"{run['settings']['budget']:,}"
+    out["budget_factor"] = num(large["settings"]["budget"] / small["settings"]["budget"], 0)
+    for task in ("squad", "sst"):
+        rate = [next(r["examples_per_s"] for r in run["rows"] if r["configuration"] == "fp32"
+                     and r["phase"] == f"train step, {task}") for run in (small, large)]
+        out[f"{task}_gain"] = num(rate[1] / rate[0])
+    out["decode_steps"] = str(small["settings"]["decode_steps"])
+    out["peak_tflops"] = str(record["peak_tflops_bf16"])
+    return out
+
+
+def best_moving_average(curve: list[dict]) -> dict:
+    """The first row of the curve at its highest moving-average EM."""
+    return max(curve, key=lambda p: (p["em_moving_average"], -p["iteration"]))
+
+
+def curve_table(curve: list[dict], best: dict) -> str:
+    """The SST run's kept rows; the best moving average in bold."""
+    rows = [[p["iteration"], num(p["minutes"]), num(p["train_loss"], 3), num(p["em"]),
+             f"**{num(p['em_moving_average'])}**" if p is best else num(p["em_moving_average"]),
+             f"{p['tokens_per_s']:,}", f"{num(p['peak_gpu_gib'], 2)} GiB", f"{num(p['mfu_pct'], 2)}%"] for p in curve]
+    return table(["iteration", "minutes", "train loss", "EM", "EM (moving average)", "tokens/s", "peak GPU memory",
+                  "MFU"], rows)
+
+
+def sst_values(sst: dict) -> dict[str, str]:
+    """The 5-minute SST run: its table, best moving average (minute, iteration), rate, MFU, the loss after the
+    best, and the SST recipe's spread between seeds beside it."""
+    curve, settings = sst["curve"], sst["settings"]
+    best, last = best_moving_average(curve), curve[-1]
+    ems = precision.sst_ems()
+    return {"sst_command": sst["command"], "sst_table": curve_table(curve, best), "seed": str(sst["seed"]),
+            "dimension": str(settings["dimension"]), "token_budget": f"{settings['token_budget']:,}",
+            "lr": f"{settings['lr']:g}", "ema": f"{settings['ema']:g}", "every": str(settings["every"]),
+            "validation_examples": str(settings["validation_examples"]),
+            "best_ma": num(best["em_moving_average"]), "best_ma_minutes": num(best["minutes"]),
+            "best_ma_iteration": f"{best['iteration']:,}", "best_loss": num(best["train_loss"], 3),
+            "last_loss": num(last["train_loss"], 3), "last_ma": num(last["em_moving_average"]),
+            "last_iteration": f"{last['iteration']:,}",
+            "iterations_per_s": num(last["iteration"] / (60 * last["minutes"])),
+            "tokens_median": f"{statistics.median(p['tokens_per_s'] for p in curve[1:]):,.0f}",
+            "sst_mfu": num(max(p["mfu_pct"] for p in curve), 2), "cpu_spread": mean_sd(ems),
+            "cpu_models": str(len(ems)), "gap": num(best["em_moving_average"] - statistics.mean(ems), sign=True)}
+
+
+def grid_values(table2: dict) -> dict[str, str]:
+    """Table 2's runs on the H200: how many of each task, their iterations and validation interval (from the
+    command), the machine; and whether the record holds their minutes."""
+    grid = [r for r in table2["runs"] if r["machine"] == "h200"]
+    rows = []
+    for task, label in (("woz.en", "WOZ"), ("srl", "QA-SRL")):
+        runs = [r for r in grid if r["task"] == task]
+        iters, every = (re.search(rf"--{flag} (\d+)", runs[0]["command"]).group(1) for flag in ("iterations", "val-every"))
+        seeds = ", ".join(str(s) for s in sorted({r["seed"] for r in runs}))
+        minutes = [r["minutes"] for r in runs if r["minutes"] is not None]
+        rows.append([len(runs), label, f"{int(iters):,} (validation every {every})", seeds,
+                     f"{num(min(minutes))}-{num(max(minutes))}" if minutes else "not recorded"])
+    return {"grid_machine": records.describe_machine(table2["machines"]["h200"]),
+            "grid_table": table(["runs", "task", "iterations", "seeds", "each run (min)"], rows, "rllll")}
+
+
+def values(record: dict | None = None, table2: dict | None = None) -> dict[str, str]:
+    """The placeholders of templates/gpu.md."""
+    record = record or records.load("gpu")
+    table2 = table2 or records.load("table2")
+    small, large = record["runs"]
+    machine = record["machines"][small["machine"]]
+    return {"date": record["date"], "commit": record["commit"], "environment": record["environment"],
+            "machine": records.describe_machine(machine), "source": record["source"],
+            "bench_command_small": small["command"], "bench_command_large": large["command"],
+            "bench_table_small": bench_table(small), "bench_table_large": bench_table(large),
+            **bench_values(record), **sst_values(record["sst"]), **grid_values(table2)}

@@ -1,0 +1,229 @@
+"""docs/results/scale.md: Beam workers, metric processes, Ray Train workers and Ray Serve replicas, side by side,
+from the records the benches write with `--record` (docs/results/records/scale/: prepare.json, metrics.json,
+ray_scaling.json, ray_scaling_bf16.json, serve-N.json and serve_model.json). A bench whose record is missing
+gives its section a line saying that it was not rerun, and no figure."""
+from __future__ import annotations
+
+from experiments.results import records
+from experiments.results.render import num, table
+
+PAGE = "docs/results/scale.md"
+TEMPLATE = "scale.md"
+FOLDER = "scale"
+RAY_TARGET = 0.95  # issue 27: Ray with 2 bf16 workers against the best plain loop
+WHAT = {"prepare": "`bench.prepare`", "metrics": "`bench.metrics`", "ray_scaling": "`bench.ray_scaling` (fp32)",
+        "ray_scaling_bf16": "`bench.ray_scaling --precision bf16`", "serve-1": "`bench.serve`"}
+
+
+def optional(name: str) -> dict | None:
+    """The record docs/results/records/scale/<name>.json, or None when there is none."""
+    try:
+        return records.load(f"{FOLDER}/{name}")
+    except records.RecordError:
+        return None
+
+
+def header(rec: dict) -> str:
+    """Date, commit, machine, load average (1 minute) before and after, and the command."""
+    before, after = rec["load_before"], rec["load_after"]
+    load = f"{num(before[0], 2)} before, {num(after[0], 2)} after" if before and after else "not recorded"
+    busy = bool(before) and before[0] > rec["machine"]["cores"]
+    note = (f" More runnable work than cores before the run: other work ran beside it, so a setting that needs "
+            f"every core competed with it." if busy else "")
+    return (f"- **Date:** {rec['date']} (commit `{rec['commit']}`).\n"
+            f"- **Machine:** {records.describe_machine(rec['machine'])}; load average (1 minute) {load}.{note}\n"
+            f"- **Command:** `.venv/bin/{rec['command']}`.")
+
+
+def seconds(times: list[float], digits: int = 2) -> str:
+    """Every repeat's seconds, in order."""
+    return ", ".join(num(t, digits) for t in times)
+
+
+def prepare_figures(rec: dict) -> dict[str, float | bool | int]:
+    """Best seconds per variant, the ratios, whether every run of beam and beam-mp2 wrote the same Parquet
+    files, and how much longer in-process Beam took than the plain loop with the same cache."""
+    best = {v: min(r["seconds"] for r in runs) for v, runs in rec["runs"].items()}
+    digests = {r["digest"] for v in ("beam", "beam-mp2") for r in rec["runs"].get(v, [])}
+    compared = sum(len(rec["runs"].get(v, [])) for v in ("beam", "beam-mp2"))
+    out = {"best": best, "identical": len(digests) == 1 and compared > 1, "compared": compared}
+    if "beam" in best and "plain-cached" in best:
+        out["beam_extra"] = best["beam"] - best["plain-cached"]
+    return out
+
+
+def prepare_table(rec: dict, best: dict) -> str:
+    rows = []
+    for variant, runs in rec["runs"].items():
+        top = min(runs, key=lambda r: r["seconds"])
+        ratio = rec["ratios"].get(f"{variant}/plain", 1.0 if variant == "plain" else None)
+        rows.append([variant, seconds([r["seconds"] for r in runs]), num(best[variant], 2), f"{top['examples']:,}",
+                     f"{top['examples'] / top['seconds']:,.0f}", f"{num(ratio, 2)}x" if ratio else "-",
+                     f"{top['rss_mb']:,.0f}", top["digest"]])
+    return table(["variant", "job s, each run", "best s", "examples", "examples/s (best)", "vs plain",
+                  "peak RSS MiB", "Parquet digest (best run)"], rows, "lrrrrrrl")
+
+
+def prepare_section(rec: dict | None) -> str:
+    """The prepare bench: header, table of every variant and the figures the issue asks about."""
+    if rec is None:
+        return not_rerun("prepare")
+    found, r = prepare_figures(rec), rec["ratios"]
+    best, jobs = found["best"], ", ".join(f"{t} ({'/'.join(s)})" for t, s in rec["settings"]["jobs"].items())
+    lines = [header(rec), f"- **Work:** parse → lowercase → revtok → Parquet, on the real {jobs}; "
+             f"{rec['settings']['repeat']} runs of each variant, round-robin, each in a fresh process.", "",
+             prepare_table(rec, best), "", "Results (best runs):", ""]
+    lines.append(f"- `deca prepare` with 2 worker processes (beam-mp2): {num(r['beam-mp2/plain'], 2)}x the plain "
+                 f"loop's examples/s ({num(best['beam-mp2'], 2)} s vs {num(best['plain'], 2)} s). In-process Beam: "
+                 f"{num(r['beam/plain'], 2)}x.")
+    same = "identical" if found["identical"] else "not identical"
+    lines.append(f"- The Parquet files (names and bytes) of 1 and 2 workers are {same} over the "
+                 f"{found['compared']} runs of beam and beam-mp2.")
+    lines.append(f"- Much of the gain is the per-shard tokenization cache (SQuAD repeats each paragraph for its "
+                 f"questions). A plain loop with the same cache is {num(r['plain-cached/plain'], 2)}x, so 2 workers "
+                 f"are {num(r['beam-mp2/plain-cached'], 2)}x of that.")
+    lines.append(f"- In-process Beam takes {num(found['beam_extra'], 1)} s more than the plain loop with the same "
+                 f"cache, whose whole job takes {num(best['plain-cached'], 1)} s: Beam's fixed cost (the pipeline, the "
+                 f"planning read) and its per-element overhead. dask2 starts its own cluster in the job; dask2-up uses "
+                 f"one already running.")
+    return "\n".join(lines)
+
+
+def metrics_section(rec: dict | None) -> str:
+    """The metric suite per set and ROUGE with 1 and 2 processes."""
+    if rec is None:
+        return not_rerun("metrics")
+    done = [s for s in rec["suite"] or [] if "seconds" in s]
+    total_n, total_s = sum(s["examples"] for s in done), sum(min(s["seconds"]) for s in done)
+    suite = table(["set", "task", "examples", "headline", "value", "seconds, each repeat", "examples/s (best)"],
+                  [[s["set"], s["task"], f"{s['examples']:,}", s["headline"], num(s["value"], 2),
+                    seconds(s["seconds"], 3), f"{s['examples'] / min(s['seconds']):,.0f}"] for s in done], "llrlrrr")
+    rouge, lines = rec["rouge"], [header(rec), "", suite, ""]
+    lines.append(f"{total_n:,} real examples scored in {num(total_s, 2)} s (the sum of each set's best time).")
+    if rouge:
+        direct, one, two = (min(t) for t in rouge["seconds"].values())
+        rows = [[label, seconds(t), f"{rouge['pairs'] / min(t):,.0f}", f"{num(direct / min(t), 2)}x"]
+                for label, t in rouge["seconds"].items()]
+        lines += ["", f"ROUGE-1/2/L on {rouge['pairs']:,} (prediction, gold) pairs built from the 20 real CNN "
+                  f"stories ({rouge['words_per_pair']:.0f} words a pair):", "",
+                  table(["scorer", "seconds, each repeat", "pairs/s (best)", "vs direct"], rows), "",
+                  f"ROUGE with 2 processes runs at {num(one / two, 2)}x one process ({num(direct / two, 2)}x calling "
+                  f"rouge-score directly); 1 and 2 processes gave "
+                  f"{'identical' if rouge['same_scores_1_and_2_processes'] else 'different'} scores."]
+    return "\n".join(lines)
+
+
+def ray_table(rec: dict) -> str:
+    base = rec["results"]["plain loop, 1 thread"]["tokens_per_s"]
+    rows = [[name, f"{r['tokens_per_s']:,.0f}", f"{num(r['tokens_per_s'] / base, 2)}x", num(r["wall_s"]),
+             num(r["fixed_s"]) if name.startswith("ray") else "-"] for name, r in rec["results"].items()]
+    return table(["setup", "tokens/s", "vs plain loop, 1 thread", "wall s", "fixed s"], rows)
+
+
+def ray_setup(rec: dict) -> str:
+    s = rec["settings"]
+    return (f"- **Setup:** {', '.join(s['tasks'])} ({s['data']} data), d = {s['dimension']}, budget "
+            f"{s['budget']:,}, {s['iterations']} iterations, {s['precision']}.")
+
+
+def ray_section(fp32: dict | None, bf16: dict | None) -> str:
+    """Ray Train against a plain loop, in fp32 and in bf16."""
+    parts = []
+    if fp32 is None:
+        parts.append(not_rerun("ray_scaling"))
+    else:
+        r, fixed = fp32["ratios"], [v["fixed_s"] for k, v in fp32["results"].items() if k.startswith("ray")]
+        parts += [header(fp32), ray_setup(fp32), "", ray_table(fp32), "", "Results:", "",
+                  f"- Ray with 1 worker: {num(r['time_per_token_ray1_vs_plain1'], 2)}x a plain 1-thread loop's time "
+                  f"per token, plus {num(min(fixed))}-{num(max(fixed))} s fixed per run (start-up, warm-up, teardown, "
+                  f"final validation).",
+                  f"- 2 workers: {num(r['ray2_vs_ray1'], 2)}x one worker. A plain loop gets "
+                  f"{num(r['plain2_vs_plain1'], 2)}x from a second thread."]
+    parts += ["", "In bf16 (issue 27):", ""]
+    if bf16 is None:
+        parts.append(not_rerun("ray_scaling_bf16"))
+    else:
+        r = bf16["ratios"]
+        parts += [header(bf16), ray_setup(bf16), "", ray_table(bf16), "",
+                  f"Ray with 2 workers reaches **{num(r['ray2_vs_best_plain'], 2)}x the best plain loop** (issue 27's "
+                  f"target was {num(RAY_TARGET, 2)}x). Each bf16 worker uses one thread: 2 workers give "
+                  f"{num(r['ray2_vs_ray1'], 2)}x one worker, where the plain loop gives {num(r['plain2_vs_plain1'], 2)}x "
+                  f"with 2 threads."]
+    return "\n".join(parts)
+
+
+def serve_cell(res: list[dict], p50: bool) -> str:
+    """Questions/s of each run ('a / b'), with the p50 latencies' range where asked."""
+    rates = " / ".join(f"{r['questions_per_s']:.1f}" for r in res)
+    if not p50:
+        return rates
+    lat = [r["p50_ms"] for r in res]
+    return f"{rates} (p50 {lat[0]:.0f} ms)" if len(lat) == 1 else f"{rates} (p50 {min(lat):.0f}-{max(lat):.0f} ms)"
+
+
+def serve_section(runs: list[dict], model: dict | None) -> str:
+    """uvicorn against Ray Serve with 2 replicas over the serve records, run by run."""
+    if not runs:
+        return not_rerun("serve-1")
+    lines = [header(r) for r in runs]
+    lines.append(f"- **Setup:** POST /predict on loopback, on CPU; the questions are the example inputs of "
+                 f"{', '.join(runs[0]['settings']['tasks'])}; max batch {runs[0]['settings']['max_batch']}, max wait "
+                 f"{num(runs[0]['settings']['max_wait_ms'], 0)} ms; each scenario at most "
+                 f"{runs[0]['settings']['calls']} calls or {num(runs[0]['settings']['seconds'], 0)} s.")
+    lines.append(model_line(model))
+    scenarios = [k for k in runs[0]["servers"]["uvicorn"] if k != "health"]
+    n = f"{len(runs)} run{'s' if len(runs) > 1 else ''}"
+    rows = [[s, serve_cell([r["servers"]["uvicorn"][s] for r in runs], i == 0),
+             serve_cell([r["servers"]["ray_serve_2_replicas"][s] for r in runs], i == 0),
+             spread([r["servers"]["ray_serve_2_replicas"][s]["questions_per_s"] / r["servers"]["uvicorn"][s]["questions_per_s"]
+                     for r in runs])] for i, s in enumerate(scenarios)]
+    lines += ["", f"{n}; each figure is questions/s (with p50 latency where given):", "",
+              table(["load", f"uvicorn ({n})", f"Ray Serve, 2 replicas ({n})", "Ray / uvicorn"], rows, "llll"), ""]
+    batching = [r["servers"]["uvicorn"]["health"]["batching"] for r in runs]
+    questions = " / ".join(f"{b['rows']:,}" for b in batching)
+    batches = " / ".join(str(b["batches"]) for b in batching)
+    lines.append(f"- Over the whole run, uvicorn's batching queue put {questions} questions in {batches} model "
+                 f"batches (the largest held {max(b['largest_batch'] for b in batching)}).")
+    same = all(r["same_answers"] for r in runs)
+    lines.append(f"- {'Both servers gave the same answers' if same else 'The servers gave different answers'} "
+                 f"in {'every run' if len(runs) > 1 else 'the run'}.")
+    return "\n".join(lines)
+
+
+def spread(values: list[float]) -> str:
+    """'a-bx' over runs ('ax' for one)."""
+    return f"{num(min(values), 2)}x" if len(values) == 1 else f"{num(min(values), 2)}-{num(max(values), 2)}x"
+
+
+def model_line(model: dict | None) -> str:
+    """Which model was served: the serve_model record's training run, or that none is recorded."""
+    if model is None:
+        return "- **Model:** not recorded."
+    return (f"- **Model:** {model['what']}, trained for this page on {model['date']} (commit `{model['commit']}`, "
+            f"load average {num(model['load_before'][0], 2)} before): `.venv/bin/{model['command']}`, a "
+            f"{num(model['minutes_budget'], 0)}-minute budget, {model['iterations']:,} iterations by its last "
+            f"validation ({num(model['minutes'])} min). The model behind the figures this page quoted before was not kept.")
+
+
+def not_rerun(name: str) -> str:
+    return f"Not rerun: {WHAT.get(name, name)} has no record in docs/results/records/scale/ ({name}.json), so its figures are left out."
+
+
+def serve_runs() -> list[dict]:
+    """The serve records, serve-1.json, serve-2.json, ... in order."""
+    found, k = [], 1
+    while (rec := optional(f"serve-{k}")) is not None:
+        found.append(rec)
+        k += 1
+    return found
+
+
+def values() -> dict[str, str]:
+    """The placeholders of templates/scale.md."""
+    recs = {name: optional(name) for name in ("prepare", "metrics", "ray_scaling", "ray_scaling_bf16")}
+    serve = serve_runs()
+    missing = [WHAT[name] for name, rec in recs.items() if rec is None] + ([WHAT["serve-1"]] if not serve else [])
+    return {"prepare": prepare_section(recs["prepare"]), "metrics": metrics_section(recs["metrics"]),
+            "ray": ray_section(recs["ray_scaling"], recs["ray_scaling_bf16"]),
+            "serve": serve_section(serve, optional("serve_model")),
+            "not_rerun": f"- **Not rerun:** {', '.join(missing)} (see their sections).\n" if missing else ""}

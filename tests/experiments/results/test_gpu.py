@@ -1,0 +1,66 @@
+"""experiments/results/gpu.py: the figures of docs/results/gpu.md's prose are computed from the bench rows,
+the SST curve and table2.json's H200 runs."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from experiments.results import gpu, records
+
+
+def row(config, phase, speed, memory, s_per_step=0.1, rate=100.0, mfu=None):
+    return {"configuration": config, "phase": phase, "examples_per_batch": 256.0, "ctx_mean": None,
+            "s_per_step": s_per_step, "examples_per_s": rate, "peak_gb": 1.0, "tflops": None, "mfu_pct": mfu,
+            "speed_vs_fp32": speed, "memory_vs_fp32": memory}
+
+
+def record_of(small_rows, large_rows):
+    settings = {"decode_batch": 256, "decode_steps": 50}
+    return {"peak_tflops_bf16": 989, "runs": [
+        {"rows": small_rows, "settings": {**settings, "budget": 10000}},
+        {"rows": large_rows, "settings": {**settings, "decode_batch": 2048, "budget": 80000}}]}
+
+
+def test_bf16_ranges_gains_and_counts_come_from_the_rows():
+    small = [row("fp32", "train step, squad", 1.0, 1.0, rate=100.0), row("fp32", "train step, sst", 1.0, 1.0, rate=50.0),
+             row("bf16", "train step, squad", 1.10, 1.02, s_per_step=0.3, mfu=0.5),
+             row("bf16", "greedy, sst dev", 0.60, 0.90)]
+    large = [row("fp32", "train step, squad", 1.0, 1.0, rate=450.0), row("fp32", "train step, sst", 1.0, 1.0, rate=100.0),
+             row("bf16", "train step, sst", 0.95, 0.70), row("bf16", "greedy, sst dev", 0.80, 0.75)]
+    found = gpu.bench_values(record_of(small, large))
+    assert (found["speed_low"], found["speed_high"]) == ("0.60", "1.10")
+    assert (found["mem_train_low"], found["mem_train_high"]) == ("0.70", "1.02")
+    assert (found["mem_decode_low"], found["mem_decode_high"]) == ("0.75", "0.90")
+    assert found["mem_train_saving"] == "30" and found["mfu_max"] == "0.50"
+    assert (found["faster_rows"], found["smaller_rows"], found["bf16_rows"]) == ("1", "3", "4")
+    assert (found["squad_gain"], found["sst_gain"], found["budget_factor"]) == ("4.5", "2.0", "8")
+    assert (found["train_step_low"], found["train_step_high"]) == ("0.1", "0.3")
+    assert (found["decode_speed_small_low"], found["decode_speed_large_high"]) == ("0.60", "0.80")
+
+
+def test_the_best_moving_average_is_its_first_iteration_at_the_highest_value():
+    curve = [{"iteration": i, "em_moving_average": ma} for i, ma in ((200, 50.0), (400, 80.5), (600, 80.5), (800, 79.0))]
+    assert gpu.best_moving_average(curve)["iteration"] == 400
+
+
+def test_a_column_the_run_did_not_keep_is_left_out_of_its_table():
+    text = gpu.bench_table({"rows": [row("fp32", "greedy, sst dev", 1.0, 1.0)]})
+    assert "ctx mean" not in text and "TFLOP/s" not in text and "| x1.00 |" in text
+
+
+def test_the_grid_shows_minutes_only_where_table2_holds_them():
+    table2 = copy.deepcopy(records.load("table2"))
+    assert "not recorded" in gpu.grid_values(table2)["grid_table"]
+    for r in table2["runs"]:
+        if r["machine"] == "h200" and r["task"] == "woz.en":
+            r["minutes"] = 4.0 if r["seed"] == 7 else 5.5
+    assert "| 8 | WOZ | 1,800 (validation every 150) | 7, 123 | 4.0-5.5 |" in gpu.grid_values(table2)["grid_table"]
+
+
+def test_the_gpu_seed_is_set_beside_the_cpu_spread_without_a_verdict():
+    found = gpu.values()
+    spread_mean = float(found["cpu_spread"].split(" ± ")[0])
+    assert float(found["gap"]) == pytest.approx(float(found["best_ma"]) - spread_mean, abs=0.11)
+    page = (records.ROOT / gpu.PAGE).read_text(encoding="utf-8")
+    assert "one seed" in page and not any(w in page for w in ("within the", "reproduced", "below the CPU"))

@@ -1,0 +1,97 @@
+"""experiments/results/scale.py: scale.md's figures are computed from the benches' records, and a bench
+without a record gives a line saying it was not rerun instead of figures."""
+from __future__ import annotations
+
+import pytest
+
+from experiments.results import scale
+
+MACHINE = {"cpu": "Test CPU", "cores": 2, "bf16_units": True, "gpu": None}
+
+
+def base(command: str) -> dict:
+    return {"command": command, "commit": "abc1234", "date": "2026-11-26 23:40 UTC", "machine": MACHINE,
+            "load_before": [1.5, 1.0, 0.5], "load_after": [2.0, 1.2, 0.6]}
+
+
+def prepare_record(mp2_digest: str = "d1") -> dict:
+    def run(s, digest="p"):
+        return {"seconds": s, "examples": 1000, "rss_mb": 300.0, "digest": digest}
+    runs = {"plain": [run(6.0), run(5.0)], "plain-cached": [run(3.0), run(2.5)], "beam": [run(4.0, "d1"), run(3.7, "d1")],
+            "beam-mp2": [run(3.5, mp2_digest), run(2.9, "d1")]}
+    rate = {v: 1000 / min(r["seconds"] for r in rs) for v, rs in runs.items()}
+    ratios = {f"{v}/plain": rate[v] / rate["plain"] for v in rate if v != "plain"}
+    ratios["beam-mp2/plain-cached"] = rate["beam-mp2"] / rate["plain-cached"]
+    return {**base("python -m bench.prepare --repeat 2"), "settings": {"repeat": 2, "jobs": {"sst": ["train"]}},
+            "runs": runs, "ratios": ratios}
+
+
+def test_prepare_figures_use_the_best_runs_and_compare_every_beam_digest():
+    found = scale.prepare_figures(prepare_record())
+    assert found["best"] == {"plain": 5.0, "plain-cached": 2.5, "beam": 3.7, "beam-mp2": 2.9}
+    assert found["identical"] and found["compared"] == 4
+    assert found["beam_extra"] == pytest.approx(1.2)
+    assert not scale.prepare_figures(prepare_record(mp2_digest="other"))["identical"]
+
+
+def test_the_prepare_section_gives_the_ratios_of_the_record():
+    text = scale.prepare_section(prepare_record())
+    assert "1.72x the plain loop's examples/s (2.90 s vs 5.00 s)" in text
+    assert "`.venv/bin/python -m bench.prepare --repeat 2`" in text and "load average (1 minute) 1.50 before, 2.00 after" in text
+    assert "| beam-mp2 | 3.50, 2.90 | 2.90 |" in text and "are identical over the 4 runs" in text
+
+
+def test_ray_figures_give_the_fixed_seconds_range_over_the_ray_runs():
+    def setup(tps, wall, fixed):
+        return {"tokens_per_s": tps, "wall_s": wall, "fixed_s": fixed}
+    rec = {**base("python -m bench.ray_scaling"), "settings": {"tasks": ["sst"], "data": "real", "dimension": 200,
+                                                              "budget": 10000, "iterations": 12, "precision": "fp32"},
+           "results": {"plain loop, 1 thread": setup(100.0, 30.0, 1.0), "plain loop, 2 threads": setup(150.0, 20.0, 1.0),
+                       "ray, 1 worker": setup(97.0, 50.0, 21.0), "ray, 2 workers": setup(140.0, 45.0, 28.4)},
+           "ratios": {"time_per_token_ray1_vs_plain1": 100 / 97, "ray2_vs_ray1": 140 / 97, "plain2_vs_plain1": 1.5,
+                      "ray2_vs_best_plain": 140 / 150}}
+    text = scale.ray_section(rec, None)
+    assert "1.03x a plain 1-thread loop's time per token, plus 21.0-28.4 s fixed" in text
+    assert "2 workers: 1.44x one worker. A plain loop gets 1.50x" in text
+    assert "| ray, 2 workers | 140 | 1.40x | 45.0 | 28.4 |" in text
+    assert "Not rerun: `bench.ray_scaling --precision bf16`" in text
+
+
+def serve_record(uvicorn_qps: float, ray_qps: float, same: bool = True) -> dict:
+    def res(qps, p50):
+        return {"questions_per_s": qps, "p50_ms": p50}
+    health = {"batching": {"rows": 2008, "batches": 325, "largest_batch": 32}}
+    settings = {"tasks": ["sst"], "max_batch": 32, "max_wait_ms": 5.0, "calls": 200, "seconds": 60.0}
+    return {**base("python -m bench.serve"), "settings": settings, "same_answers": same,
+            "servers": {"uvicorn": {"one": res(uvicorn_qps, 33.0), "health": health},
+                        "ray_serve_2_replicas": {"one": res(ray_qps, 58.0), "health": health}}}
+
+
+def test_the_serve_table_has_each_run_and_the_ratio_range():
+    text = scale.serve_section([serve_record(20.0, 15.0), serve_record(19.2, 15.0, same=False)], None)
+    assert "| one | 20.0 / 19.2 (p50 33-33 ms) | 15.0 / 15.0 (p50 58-58 ms) | 0.75-0.78x |" in text
+    assert "The servers gave different answers in every run" in text and "2,008 / 2,008 questions" in text
+
+
+def test_a_bench_without_a_record_is_said_not_rerun(monkeypatch):
+    monkeypatch.setattr(scale, "optional", lambda name: prepare_record() if name == "prepare" else None)
+    found = scale.values()
+    assert "Not rerun: `bench.serve`" in found["serve"] and "Not rerun: `bench.metrics`" in found["metrics"]
+    assert "`bench.prepare`" not in found["not_rerun"] and "`bench.serve`" in found["not_rerun"]
+
+
+def test_the_served_model_is_named_with_its_training_or_said_not_recorded():
+    model = {"what": "a fully joint model", "date": "2026-11-26 23:50 UTC", "commit": "abc1234",
+             "load_before": [3.1, 3.0, 2.9], "command": "python -m experiments.experiment_multitask --joint-minutes 12",
+             "minutes_budget": 12, "iterations": 1234, "minutes": 11.52}
+    line = scale.model_line(model)
+    assert "a 12-minute budget, 1,234 iterations by its last validation (11.5 min)" in line
+    assert "`.venv/bin/python -m experiments.experiment_multitask --joint-minutes 12`" in line
+    assert scale.model_line(None) == "- **Model:** not recorded."
+
+
+def test_a_run_that_began_with_more_load_than_cores_says_so():
+    quiet, busy = base("python -m bench.x"), base("python -m bench.x")
+    busy["load_before"] = [2.5, 2.0, 1.0]
+    assert "More runnable work than cores" not in scale.header(quiet)
+    assert "More runnable work than cores" in scale.header(busy)
