@@ -32,12 +32,18 @@ def two_values(mean: float, sd: float) -> list[float]:
 
 
 def cell_values(record: dict, task: str, variant: str) -> list[float]:
-    """Each seed's best headline of (task, variant): from the runs, else from the two-seed summary."""
+    """Each seed's best headline of (task, variant): from the runs that kept their scores, and for the two runs
+    that kept only their mean and sd (`summaries`) the two values with that mean and sd, which give any
+    later seeds' mean and sd exactly (the sum and the sum of squares are the same)."""
     runs = [r for r in record["runs"] if r["task"] == task and r["variant"] == variant]
-    if runs and all(r["scores"] for r in runs):
-        return [r["scores"][task] for r in runs]
+    scored = [r["scores"][task] for r in runs if r["scores"]]
+    unscored = [r["name"] for r in runs if not r["scores"]]
+    if not unscored and scored:
+        return scored
+    if len(unscored) != 2:
+        raise records.RecordError(f"table2: {task} {variant}: runs {unscored} without scores; a summary stands for two")
     summary = record["summaries"][task][variant]
-    return two_values(summary["mean"], summary["sd"])
+    return two_values(summary["mean"], summary["sd"]) + scored
 
 
 def rising(record: dict, task: str, variant: str) -> bool:

@@ -34,6 +34,21 @@ def test_cells_come_from_the_runs_and_a_rising_curve_is_found():
     assert table2.rising(record(curve_b=[[100, 10.0], [200, 30.0], [250, 40.0], [300, 50.0]]), "schema", "satt")
 
 
+def test_a_third_seed_joins_the_two_seeds_kept_only_as_mean_and_sd_exactly():
+    import statistics
+
+    true = [45.0, 47.0]  # the two earlier seeds, kept only as their mean and sd
+    runs = [{"name": f"s{i}", "task": "srl", "variant": "s2s", "scores": None} for i in (1, 2)]
+    runs.append({"name": "s3", "task": "srl", "variant": "s2s", "scores": {"srl": 50.0}})
+    found = {"runs": runs, "summaries": {"srl": {"s2s": {"mean": statistics.mean(true), "sd": statistics.stdev(true)}}}}
+    values = table2.cell_values(found, "srl", "s2s")
+    assert statistics.mean(values) == pytest.approx(statistics.mean(true + [50.0]))
+    assert statistics.stdev(values) == pytest.approx(statistics.stdev(true + [50.0]))
+    runs[0]["scores"] = {"srl": 45.0}  # one unscored run cannot be a two-seed summary
+    with pytest.raises(records.RecordError, match="s2"):
+        table2.cell_values(found, "srl", "s2s")
+
+
 def test_every_step_has_a_verdict_and_the_floor_makes_mwsc_not_tested():
     text, tally, _ = table2.steps(record(), {"schema": {"baseline": 50.0}})
     assert sum(tally.values()) == 3  # the record holds MWSC only: S2S->SAtt, SAtt->CAtt, CAtt->QPtr
