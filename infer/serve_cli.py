@@ -12,7 +12,7 @@ Routes: POST /predict takes one {"context", "question"[, "id"]} or a JSON array 
 probability); GET /health; GET /tasks (an example input for each registered task); GET / is the demo
 page, where the answer's tokens are coloured by source as in the paper's Figure 1. The model is loaded
 once; concurrent calls are coalesced into model batches of at most --max-batch rows and --batch-tokens
-context + question tokens, waiting at most --max-wait-ms for a batch to fill; the rows of waiting calls
+padded tokens (rows x the longest row's context + question tokens), waiting at most --max-wait-ms for a batch to fill; the rows of waiting calls
 are taken in turn, so a large call is decoded in pieces and small calls keep being answered meanwhile.
 Calls over the limits (--max-requests per call, --max-chars per context: the same limit as `deca
 predict`) are refused with a 4xx status and a message naming the field. It listens on 127.0.0.1 only,
@@ -51,8 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--max-wait-ms", type=float, default=5.0, metavar="MS",
                        help="how long a batch waits for more rows before it runs (default 5)")
     model.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, metavar="N",
-                       help=f"most context + question tokens in one model batch (default {BATCH_TOKENS}; "
-                            "a longer request runs alone)")
+                       help=f"most work of one model batch: rows x the longest row's context + question tokens "
+                            f"(default {BATCH_TOKENS}; a longer request runs alone)")
     model.add_argument("--max-answer-length", type=int, metavar="N", help="decoding steps (default: the model's)")
     limits = parser.add_argument_group("request limits")
     limits.add_argument("--max-requests", type=int, default=64, metavar="N",

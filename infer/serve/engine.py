@@ -5,10 +5,13 @@
 ``explain=True``: the same JSON objects `deca predict` writes.
 
 `Batcher` turns the rows of concurrent HTTP calls into model batches bounded by work, not only by count:
-a batch holds at most `max_batch` rows and at most `batch_tokens` context + question tokens (a row longer
-than that runs alone). Rows are taken from the waiting calls in turn, one row per call per turn, so a
-call of 64 long contexts is decoded in budget-sized pieces and a one-sentence call that arrives meanwhile
-joins the next piece instead of waiting behind the whole call. The first waiting row opens a batch, which
+a batch holds at most `max_batch` rows and at most `batch_tokens` tokens counted as the model computes them,
+padding included: rows x the longest row's context + question tokens (a row longer than that runs alone).
+Rows are taken from the waiting calls in turn, one row per call per turn, so a call of 64 long contexts
+is decoded in budget-sized pieces and a one-sentence call that arrives meanwhile runs right after the
+piece in flight. Counting the padding keeps a short row out of a long row's batch: padded to the long
+row's length it would cost the long row's work again, and its call would wait for the long row's whole
+decoding a second time. The first waiting row opens a batch, which
 closes when it is full or `max_wait_ms` has passed; the model runs in one worker thread, so the event
 loop keeps accepting requests meanwhile.
 """
@@ -26,7 +29,7 @@ from typing import Callable, Sequence
 from deca.errors import ConfigError
 from infer.limits import row_cost
 
-BATCH_TOKENS = 4_000  # default work of one model batch: context + question tokens
+BATCH_TOKENS = 4_000  # default work of one model batch: rows x the longest row's context + question tokens
 
 
 @dataclass
@@ -97,9 +100,14 @@ class BatchStats:
         self.largest = max(self.largest, size)
 
 
+def padded_cost(rows: int, longest: int) -> int:
+    """The work of a model batch of `rows` rows whose longest has `longest` tokens: every row is padded to it."""
+    return rows * longest
+
+
 class Batcher:
     """Coalesces the rows of concurrent calls into batches of at most `max_batch` rows and `batch_tokens`
-    tokens, taking the waiting calls' rows in turn (see the module docstring)."""
+    padded tokens, taking the waiting calls' rows in turn (see the module docstring)."""
 
     def __init__(self, answer: Callable[[list[dict]], list[dict]], max_batch: int, max_wait_ms: float,
                  batch_tokens: int = BATCH_TOKENS):
@@ -158,18 +166,18 @@ class Batcher:
         return rows >= self.max_batch or tokens >= self.batch_tokens
 
     def _take(self) -> list[tuple[dict, asyncio.Future]]:
-        """One batch: a row from each waiting call in turn until `max_batch` rows or `batch_tokens` tokens (a
-        call whose next row does not fit any more sits out the rest of this batch). Batches are opened by the
+        """One batch: a row from each waiting call in turn until `max_batch` rows or `batch_tokens` padded tokens
+        (a call whose next row does not fit any more sits out the rest of this batch). Batches are opened by the
         waiting calls in turn, round robin in order of arrival: when one call's rows are each over the budget
         (each runs alone), a later call's row opens the next batch instead of waiting for all of them."""
-        batch, tokens, out = [], 0, set()
+        batch, longest, out = [], 0, set()
         later = [c for c in self._calls if c > self._opener]  # calls are numbered in order of arrival
         turn = later + [c for c in self._calls if c <= self._opener]
         self._opener = turn[0] if turn else self._opener
         while len(batch) < self.max_batch and set(self._calls) - out:
             for call in [c for c in turn if c in self._calls and c not in out]:
                 row, future = self._calls[call][0]
-                if batch and tokens + row_cost(row) > self.batch_tokens:
+                if batch and padded_cost(len(batch) + 1, max(longest, row_cost(row))) > self.batch_tokens:
                     out.add(call)
                     continue
                 self._calls[call].pop(0)
@@ -177,7 +185,7 @@ class Batcher:
                     del self._calls[call]
                 if not future.done():  # a caller may have gone
                     batch.append((row, future))
-                    tokens += row_cost(row)
+                    longest = max(longest, row_cost(row))
                 if len(batch) >= self.max_batch:
                     break
         return batch

@@ -202,3 +202,33 @@ def test_a_small_call_waits_for_one_row_of_a_call_whose_rows_are_each_over_the_b
                                               model_s=0.03, head_start_s=0.01)
     assert small == [{"id": "small"}] and [a["id"] for a in large] == [f"long{i}" for i in range(10)]
     assert len(before) <= 2 and ["small"] in before  # at most the row being run, then the small call's
+
+
+def test_a_small_call_does_not_ride_in_a_long_rows_batch():
+    """Rows under --batch-tokens but long: the one-sentence row fits beside one by its own tokens (5 + 92 <= 100),
+    not once padded to it (2 x 92 > 100), so it runs alone right after the row in flight, instead of in the next
+    long row's batch (waiting for two long rows' decoding)."""
+    small, before, large = small_beside_large([long_row(i, 90) for i in range(6)], max_batch=64, batch_tokens=100,
+                                              model_s=0.03, head_start_s=0.01)
+    assert small == [{"id": "small"}] and [a["id"] for a in large] == [f"long{i}" for i in range(6)]
+    assert before == [["long0"], ["small"]]
+
+
+def test_short_rows_share_a_batch_within_the_padded_budget():
+    sizes = []
+
+    def answer(batch):
+        sizes.append([r["id"] for r in batch])
+        return [{"id": r["id"]} for r in batch]
+
+    async def go():
+        batcher = Batcher(answer, max_batch=32, max_wait_ms=20, batch_tokens=100)
+        try:
+            return await batcher.submit([long_row(0, 18), long_row(1, 3), long_row(2, 3), long_row(3, 3),
+                                         long_row(4, 3), long_row(5, 40)])
+        finally:
+            await batcher.stop()
+
+    run(go)
+    # 5 rows padded to 20 tokens = 100; the 42-token row alone (2 x 42 > 100)
+    assert sizes == [["long0", "long1", "long2", "long3", "long4"], ["long5"]]
