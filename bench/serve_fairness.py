@@ -112,8 +112,9 @@ def scenario(url: str, big: list[dict], small: int, seconds: float, alone: bool 
 
 
 def floor(checkpoint: str, big: list[dict], repeats: int = 3) -> dict:
-    """Seconds (each repeat) to encode one maximal row, to answer it, to answer the one-sentence row, and to
-    prepare (tokenize) the whole large call, in this process on the CPU; and the rows' token counts."""
+    """Seconds (each repeat) to encode one maximal row, to answer it (with torch's threads, and with one), to
+    answer the one-sentence row, and to prepare (tokenize) the whole large call, in this process on the CPU; and
+    the rows' token counts."""
     import torch
 
     from infer.limits import row_cost
@@ -138,7 +139,11 @@ def floor(checkpoint: str, big: list[dict], repeats: int = 3) -> dict:
     with torch.inference_mode():
         encode = times(lambda: predictor.model.encode(collate(rows[:1], predictor.vocab, predictor.device)))
     answer = predictor.answer(rows[:1])[0]
-    return {"threads": torch.get_num_threads(), "encode_row_s": encode,
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in a Ray Serve replica (num_cpus=1)
+    one_thread = times(lambda: predictor.answer(rows[:1]))
+    torch.set_num_threads(threads)
+    return {"threads": threads, "encode_row_s": encode, "answer_row_one_thread_s": one_thread,
             "answer_row_s": times(lambda: predictor.answer(rows[:1])),
             "answer_small_s": times(lambda: predictor.answer(small)), "prepare_call_s": round(prepare_s, 3),
             "row_tokens": sorted({row_cost(r) for r in rows}), "small_tokens": row_cost(small[0]),

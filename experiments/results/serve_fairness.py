@@ -83,7 +83,8 @@ def floor_text(floor: dict) -> str:
             f"{med['encode_row_s']:.2f} s to encode and {med['answer_row_s']:.2f} s to answer (encode + "
             f"{floor['row_answer_tokens']} greedy steps); the one-sentence row ({floor['small_tokens']} tokens) "
             f"{med['answer_small_s']:.3f} s (medians of {n}, {floor['threads']} torch threads, in the bench's own "
-            f"process before any server starts). Tokenizing the whole large call takes {floor['prepare_call_s']:.2f} s. "
+            f"process before any server starts; with one thread, as in a Ray Serve replica, the row takes "
+            f"{statistics.median(floor['answer_row_one_thread_s']):.2f} s). Tokenizing the whole large call takes {floor['prepare_call_s']:.2f} s. "
             f"A one-sentence call that arrives while a row is in the model waits for that row: up to "
             f"{med['answer_row_s']:.2f} s here; this is the floor of its wait when rows are not interrupted.")
 
