@@ -12,8 +12,9 @@ Routes: POST /predict takes one {"context", "question"[, "id"]} or a JSON array 
 probability); GET /health; GET /tasks (an example input for each registered task); GET / is the demo
 page, where the answer's tokens are coloured by source as in the paper's Figure 1. The model is loaded
 once; concurrent calls are coalesced into model batches of at most --max-batch rows and --batch-tokens
-padded tokens (rows x the longest row's context + question tokens), waiting at most --max-wait-ms for a batch to fill; the rows of waiting calls
-are taken in turn, so a large call is decoded in pieces and small calls keep being answered meanwhile.
+padded tokens (rows x the longest row's context + question tokens), waiting at most --max-wait-ms for a
+batch to fill; the rows of waiting calls are taken in turn, and the batches being decoded take turns of
+--slice-ms, so a large call is decoded in pieces and small calls keep being answered meanwhile.
 Calls over the limits (--max-requests per call, --max-chars per context: the same limit as `deca
 predict`) are refused with a 4xx status and a message naming the field. It listens on 127.0.0.1 only,
 unless --host says otherwise.
@@ -29,7 +30,7 @@ from deca.config import add_params_arguments
 from deca.runs import add_model_arguments
 from deca.errors import ConfigError
 from infer.limits import MAX_CONTEXT_CHARS, InputLimits
-from infer.serve.engine import BATCH_TOKENS
+from infer.serve.engine import BATCH_TOKENS, SLICE_MS
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -53,6 +54,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, metavar="N",
                        help=f"most work of one model batch: rows x the longest row's context + question tokens "
                             f"(default {BATCH_TOKENS}; a longer request runs alone)")
+    model.add_argument("--slice-ms", type=float, default=SLICE_MS, metavar="MS",
+                       help=f"how long one batch is decoded before other calls' batches get a turn (default "
+                            f"{SLICE_MS:g}; a batch's encoder is not interrupted)")
     model.add_argument("--max-answer-length", type=int, metavar="N", help="decoding steps (default: the model's)")
     limits = parser.add_argument_group("request limits")
     limits.add_argument("--max-requests", type=int, default=64, metavar="N",
@@ -73,6 +77,8 @@ def check(args: argparse.Namespace):
     for name in ("max_batch", "max_requests", "max_chars", "batch_tokens"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.slice_ms < 0:
+        raise ConfigError(f"--slice-ms must be at least 0, got {args.slice_ms:g}")
     if args.replicas is not None and not args.ray:
         raise ConfigError("--replicas goes with --ray (without it, one process serves)")
     if args.ray and (args.replicas or 2) < 1:
@@ -119,7 +125,8 @@ def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
 
     keep_large_blocks()
     predictor = Predictor.load(path, vocab, args.device, args.max_answer_length, args.precision)
-    app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens), limits)
+    app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens,
+                                  args.slice_ms), limits)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     print(announce(host, port, path, predictor.device), file=sys.stderr, flush=True)
@@ -134,7 +141,7 @@ def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
     from infer.serve.ray_app import ServeConfig, start_ray, stop_ray
 
     config = ServeConfig(path, vocab, args.device, args.max_batch, args.max_wait_ms, args.max_answer_length, limits,
-                         args.batch_tokens, args.precision)
+                         args.batch_tokens, args.precision, args.slice_ms)
     try:
         start_ray(config, args.replicas or 2, args.host, args.port)
         signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, which installs its own handler

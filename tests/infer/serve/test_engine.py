@@ -232,3 +232,51 @@ def test_short_rows_share_a_batch_within_the_padded_budget():
     run(go)
     # 5 rows padded to 20 tokens = 100; the 42-token row alone (2 x 42 > 100)
     assert sizes == [["long0", "long1", "long2", "long3", "long4"], ["long5"]]
+
+
+def test_a_decoding_run_in_pieces_answers_as_one_batch(predictor, rows):
+    batch = rows(3)
+    work, pieces = predictor.start(batch), 1
+    while not work.run(0):  # one piece a turn: the encoder, then each greedy step
+        pieces += 1
+    assert pieces > 2 and work.answers == predictor.answer(batch)
+
+
+class Steps:
+    """A batch decoded in `steps` pieces of `piece_s` seconds each, logging each piece as (its first id, piece)."""
+
+    def __init__(self, rows: list[dict], log: list, piece_s: float, steps: int):
+        self.rows, self.log, self.piece_s, self.left, self.answers = rows, log, piece_s, steps, None
+
+    def run(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while True:
+            time.sleep(self.piece_s)
+            self.left -= 1
+            self.log.append(self.rows[0]["id"])
+            if not self.left:
+                self.answers = [{"id": r["id"]} for r in self.rows]
+                return True
+            if time.monotonic() >= deadline:
+                return False
+
+
+def test_a_small_call_is_answered_between_the_steps_of_a_long_row():
+    """One long row decoded in 20 pieces of 10 ms, turns of 30 ms: a one-sentence call that arrives meanwhile
+    is answered within a turn, not after the long row's whole decoding."""
+    log: list[str] = []
+
+    async def go():
+        batcher = Batcher(None, max_batch=8, max_wait_ms=1, batch_tokens=100, slice_ms=30,
+                          start=lambda rows: Steps(rows, log, 0.01, 2 if rows[0]["id"] == "small" else 20))
+        try:
+            large = asyncio.ensure_future(batcher.submit([long_row(0, 90)]))
+            await asyncio.sleep(0.05)
+            small = await batcher.submit([{**long_row(1, 3), "id": "small"}])
+            return small, list(log), await large
+        finally:
+            await batcher.stop()
+
+    small, before, large = run(go)
+    assert small == [{"id": "small"}] and large == [{"id": "long0"}]
+    assert before.count("small") == 2 and 3 <= before.count("long0") <= 12  # the long row still had pieces left
