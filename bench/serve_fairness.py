@@ -9,6 +9,7 @@ server setting (`SERVERS`):
 - a `--batch-tokens` below one such row: each runs alone, over the budget;
 - no budget (only `--max-batch` bounds a batch: 32 long rows at once), for comparison;
 - Ray Serve (`--ray`, its default 2 replicas) with the default budget.
+Each with the default `--slice-ms`: the batches being decoded take turns in the model thread.
 For each: one-sentence calls sent one after another with the server idle (`--small` of them); the large
 call alone (`--max-requests` contexts of `--max-chars` characters); the large call again, with one-sentence
 calls sent one after another until it is answered. It prints p50 / p99 / max of the small calls and how long
@@ -173,11 +174,11 @@ def file_facts(path: str) -> dict:
     return {"path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def record(args, found: dict, servers: list[dict], load: tuple, started: float) -> dict:
+def record(args, found: dict, servers: list[dict], load: tuple, started: float, commit: str | None) -> dict:
     """The JSON record of one bench run (experiments/results/serve_fairness.py reads it)."""
-    from experiments.results.runs import commit, this_machine
+    from experiments.results.runs import this_machine
 
-    return {"command": "python -m bench.serve_fairness " + " ".join(sys.argv[1:]), "commit": commit(),
+    return {"command": "python -m bench.serve_fairness " + " ".join(sys.argv[1:]), "commit": commit,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": this_machine(), "load_before": list(load), "load_after": list(os.getloadavg()),
             "minutes": round((time.monotonic() - started) / 60, 1), "model": file_facts(args.checkpoint),
@@ -220,13 +221,15 @@ def main() -> int:
     args = ap.parse_args()
     if not Path(args.checkpoint).is_file():
         ap.error(f"--checkpoint {args.checkpoint}: no such file")
-    started, load = time.monotonic(), os.getloadavg()
+    from experiments.results.runs import commit
+
+    started, load, head = time.monotonic(), os.getloadavg(), commit()  # the code the servers run
     big = large_call(args.max_requests, args.max_chars - 10)
     found = floor(args.checkpoint, big)
     servers = [server(name, args, big) for name in args.servers]
     report(found, servers)
     if args.record:
-        args.record.write_text(json.dumps(record(args, found, servers, load, started), indent=1) + "\n",
+        args.record.write_text(json.dumps(record(args, found, servers, load, started, head), indent=1) + "\n",
                                encoding="utf-8")
         print(f"record: {args.record}")
     return 0
