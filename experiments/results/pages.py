@@ -21,6 +21,7 @@ GENERATED = {
     "docs/results/multitask.md": "experiments.results.multitask",
     "docs/results/gpu_floor.md": "experiments.results.gpu_floor",
     "docs/results/contamination.md": "experiments.results.contamination",
+    "docs/results/serve_fairness.md": "experiments.results.serve_fairness",
 }
 SPEED = "speed and GPU work (bench/) measures and writes these; only the claims issue 33 lists are corrected here"
 PENDING = {
@@ -29,7 +30,6 @@ PENDING = {
     "docs/results/speedcheck_summary.md": SPEED,
     "docs/results/scale.md": "bench/ measurements without committed records; not yet converted",
     "docs/results/reliability.md": "bench/faults.py output without a committed record; not yet converted",
-    "docs/results/serve_fairness.txt": "bench/serve_fairness.py output, kept with its caveats",
 }
 
 

@@ -85,8 +85,9 @@ def floor_text(floor: dict) -> str:
             f"{med['answer_small_s']:.3f} s (medians of {n}, {floor['threads']} torch threads, in the bench's own "
             f"process before any server starts; with one thread, as in a Ray Serve replica, the row takes "
             f"{statistics.median(floor['answer_row_one_thread_s']):.2f} s). Tokenizing the whole large call takes {floor['prepare_call_s']:.2f} s. "
-            f"A one-sentence call that arrives while a row is in the model waits for that row: up to "
-            f"{med['answer_row_s']:.2f} s here; this is the floor of its wait when rows are not interrupted.")
+            f"The server interrupts a batch between its greedy steps but not in its encoder, so a one-sentence "
+            f"call that arrives while a long row is encoded waits up to {med['encode_row_s']:.2f} s for it (the "
+            f"floor of its wait), and would wait up to {med['answer_row_s']:.2f} s if the row were not interrupted.")
 
 
 def values(record: dict | None = None) -> dict[str, str]:
@@ -96,14 +97,15 @@ def values(record: dict | None = None) -> dict[str, str]:
     byname = {x["name"]: summary(x, record["target"]) for x in record["servers"]}
 
     def p99_of(name: str) -> str:
-        return num(byname[name]["p99"], 2) if name in byname else "not measured"
+        found = byname.get(name, {}).get("p99")
+        return "not measured" if found is None else f"{found:.2f} s"
 
     return {"date": record["date"], "commit": record["commit"], "command": record["command"],
             "machine": records.describe_machine(record["machine"]),
             "load": f"{record['load_before'][0]:.2f} before, {record['load_after'][0]:.2f} after",
             "minutes": f"{record['minutes']:.0f}",
             "model": f"`{m['path']}` ({m['bytes']:,} bytes, sha256 `{m['sha256'][:16]}`, iteration "
-                     f"{record['floor']['iteration']})",
+                     f"{record['floor']['iteration'] if record['floor']['iteration'] is not None else 'not recorded'})",
             "requests": str(s["max_requests"]), "chars": f"{s['max_chars']:,}", "small": str(s["small"]),
             "small_call": f"`{s['small_call']['context']}` / `{s['small_call']['question']}`",
             "p99_goal": f"{record['target']['small_p99_s']:g}",

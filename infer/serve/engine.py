@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import deque
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +34,8 @@ from typing import Callable, Sequence
 from deca.errors import ConfigError
 from infer.limits import row_cost
 
-SLICE_MS = 500.0  # a turn of the model thread: how long a batch runs before others waiting get theirs
+SLICE_MS = 1000.0  # a turn of the model thread: how long a batch runs before the others get theirs
+# (shorter turns answer small calls sooner and slow a large call more: each small call takes its turn)
 BATCH_TOKENS = 4_000  # default work of one model batch: rows x the longest row's context + question tokens
 
 
