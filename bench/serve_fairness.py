@@ -113,15 +113,17 @@ def scenario(url: str, big: list[dict], small: int, seconds: float, alone: bool 
 
 
 def floor(checkpoint: str, big: list[dict], repeats: int = 3) -> dict:
-    """Seconds (each repeat) to encode one maximal row, to answer it (with torch's threads, and with one), to
-    answer the one-sentence row, and to prepare (tokenize) the whole large call, in this process on the CPU; and
-    the rows' token counts."""
+    """Seconds (each repeat) to encode one maximal row, to answer it, to answer the one-sentence row, and to
+    prepare (tokenize) the whole large call, in this process on the CPU with `deca serve`'s torch threads; a
+    maximal row answered once with a thread per core (torch's default); and the rows' token counts."""
     import torch
 
     from infer.limits import row_cost
     from infer.serve.engine import Predictor
+    from infer.serve_cli import DEFAULT_THREADS
     from mqan.batch import collate
 
+    torch.set_num_threads(DEFAULT_THREADS)  # as `deca serve` runs the model
     predictor = Predictor.load(checkpoint, device="cpu")
     started = time.perf_counter()
     rows = predictor.prepare(big)
@@ -129,7 +131,7 @@ def floor(checkpoint: str, big: list[dict], repeats: int = 3) -> dict:
     small = predictor.prepare([{**SMALL, "id": "small"}])
     predictor.answer(small)  # warm-up
 
-    def times(fn) -> list[float]:
+    def times(fn, repeats: int = repeats) -> list[float]:
         out = []
         for _ in range(repeats):
             started = time.perf_counter()
@@ -140,12 +142,11 @@ def floor(checkpoint: str, big: list[dict], repeats: int = 3) -> dict:
     with torch.inference_mode():
         encode = times(lambda: predictor.model.encode(collate(rows[:1], predictor.vocab, predictor.device)))
     answer = predictor.answer(rows[:1])[0]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in a Ray Serve replica (num_cpus=1)
-    one_thread = times(lambda: predictor.answer(rows[:1]))
-    torch.set_num_threads(threads)
-    return {"threads": threads, "encode_row_s": encode, "answer_row_one_thread_s": one_thread,
-            "answer_row_s": times(lambda: predictor.answer(rows[:1])),
+    torch.set_num_threads(os.cpu_count() or 1)  # torch's own default, which deca serve leaves one core short of
+    all_cores = times(lambda: predictor.answer(rows[:1]), 1)
+    torch.set_num_threads(DEFAULT_THREADS)
+    return {"threads": DEFAULT_THREADS, "encode_row_s": encode, "answer_row_all_cores_s": all_cores,
+            "all_cores": os.cpu_count(), "answer_row_s": times(lambda: predictor.answer(rows[:1])),
             "answer_small_s": times(lambda: predictor.answer(small)), "prepare_call_s": round(prepare_s, 3),
             "row_tokens": sorted({row_cost(r) for r in rows}), "small_tokens": row_cost(small[0]),
             "row_answer_tokens": len(answer["tokens"]), "iteration": predictor.iteration}
@@ -196,11 +197,14 @@ def describe(values: list[float]) -> str:
             f"max {values[-1]:6.2f} s")
 
 
-def report(found: dict, servers: list[dict]) -> None:
+def report_floor(found: dict) -> None:
     print(f"floor ({found['threads']} threads): one row of {found['row_tokens'][-1]:,} tokens: encode "
           f"{statistics.median(found['encode_row_s']):.2f} s, answer ({found['row_answer_tokens']} tokens) "
-          f"{statistics.median(found['answer_row_s']):.2f} s; the one-sentence row "
-          f"{statistics.median(found['answer_small_s']):.3f} s")
+          f"{statistics.median(found['answer_row_s']):.2f} s ({found['answer_row_all_cores_s'][0]:.2f}"
+          f" s with {found['all_cores']} threads); the one-sentence row {statistics.median(found['answer_small_s']):.3f} s", flush=True)
+
+
+def report(servers: list[dict]) -> None:
     for r in servers:
         print(f"{r['what']}\n  idle:                  {describe(r['idle'])}\n  during the large call: "
               f"{describe(r['busy'])}\n  the large call took {r['large_alone']:.1f} s alone, {r['large']:.1f} s "
@@ -226,8 +230,9 @@ def main() -> int:
     started, load, head = time.monotonic(), os.getloadavg(), commit()  # the code the servers run
     big = large_call(args.max_requests, args.max_chars - 10)
     found = floor(args.checkpoint, big)
+    report_floor(found)
     servers = [server(name, args, big) for name in args.servers]
-    report(found, servers)
+    report(servers)
     if args.record:
         args.record.write_text(json.dumps(record(args, found, servers, load, started, head), indent=1) + "\n",
                                encoding="utf-8")

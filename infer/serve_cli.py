@@ -22,6 +22,7 @@ unless --host says otherwise.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -33,6 +34,9 @@ from infer.limits import MAX_CONTEXT_CHARS, InputLimits
 from infer.serve.engine import BATCH_TOKENS, SLICE_MS
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# The model's torch threads: all cores but one. On 2 cores, a model on both stalls at every parallel region
+# whenever the event loop or another process takes a core (an LSTM over a 4,000-token row has thousands).
+DEFAULT_THREADS = max(1, (os.cpu_count() or 1) - 1)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +58,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, metavar="N",
                        help=f"most work of one model batch: rows x the longest row's context + question tokens "
                             f"(default {BATCH_TOKENS}; a longer request runs alone)")
+    model.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                       help=f"torch threads of the model without --ray (default {DEFAULT_THREADS}: the CPU cores but "
+                            "one, which is left to HTTP and tokenizing; a Ray replica uses the CPUs Ray gives it)")
     model.add_argument("--slice-ms", type=float, default=SLICE_MS, metavar="MS",
                        help=f"how long one batch is decoded before other calls' batches get a turn (default "
                             f"{SLICE_MS:g}; a batch's encoder is not interrupted)")
@@ -74,7 +81,7 @@ def check(args: argparse.Namespace):
     from infer.predict import check_answer_length, pick_device
     from infer.serve.schema import Limits
 
-    for name in ("max_batch", "max_requests", "max_chars", "batch_tokens"):
+    for name in ("max_batch", "max_requests", "max_chars", "batch_tokens", "threads"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if args.slice_ms < 0:
@@ -119,11 +126,14 @@ def run(args: argparse.Namespace) -> int:
 
 def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
     """Load the model, bind the port, serve with uvicorn until interrupted."""
+    import torch
+
     from mqan.allocator import keep_large_blocks
     from infer.serve.app import LocalBackend, bind, create_app, serve_local
     from infer.serve.engine import Predictor
 
     keep_large_blocks()
+    torch.set_num_threads(args.threads)
     predictor = Predictor.load(path, vocab, args.device, args.max_answer_length, args.precision)
     app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens,
                                   args.slice_ms), limits)

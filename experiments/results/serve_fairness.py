@@ -83,8 +83,8 @@ def floor_text(floor: dict) -> str:
             f"{med['encode_row_s']:.2f} s to encode and {med['answer_row_s']:.2f} s to answer (encode + "
             f"{floor['row_answer_tokens']} greedy steps); the one-sentence row ({floor['small_tokens']} tokens) "
             f"{med['answer_small_s']:.3f} s (medians of {n}, {floor['threads']} torch threads, in the bench's own "
-            f"process before any server starts; with one thread, as in a Ray Serve replica, the row takes "
-            f"{statistics.median(floor['answer_row_one_thread_s']):.2f} s). Tokenizing the whole large call takes {floor['prepare_call_s']:.2f} s. "
+            f"process before any server starts, as `deca serve` runs the model; with {floor['all_cores']} threads, "
+            f"torch's default, once: {floor['answer_row_all_cores_s'][0]:.2f} s). Tokenizing the whole large call takes {floor['prepare_call_s']:.2f} s. "
             f"The server interrupts a batch between its greedy steps but not in its encoder, so a one-sentence "
             f"call that arrives while a long row is encoded waits up to {med['encode_row_s']:.2f} s for it (the "
             f"floor of its wait), and would wait up to {med['answer_row_s']:.2f} s if the row were not interrupted.")

@@ -97,8 +97,10 @@ class Predictor:
 
     def describe(self) -> dict:
         """The model part of `GET /health`."""
+        import torch
+
         return {"checkpoint": self.checkpoint, "iteration": self.iteration, "device": str(self.device),
-                "vocabulary": len(self.vocab), "precision": self.precision}
+                "vocabulary": len(self.vocab), "precision": self.precision, "threads": torch.get_num_threads()}
 
 
 class Decoding:

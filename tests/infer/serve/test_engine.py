@@ -5,6 +5,7 @@ import asyncio
 import time
 
 import pytest
+import torch
 
 from deca.errors import ConfigError, DataError
 from infer.serve.engine import Batcher, Predictor
@@ -124,7 +125,8 @@ def test_predictor_answers_like_deca_predict(predictor, checkpoint):
                 zip(batch, decode(model, vocab, prepared, 64, None, "cpu", explain=True))]
     assert predictor.prepare(batch) == prepared and predictor.answer(prepared) == expected
     assert predictor.describe() == {"checkpoint": str(checkpoint), "iteration": STEPS, "device": "cpu",
-                                    "vocabulary": len(vocab), "precision": "fp32"}
+                                    "vocabulary": len(vocab), "precision": "fp32",
+                                    "threads": torch.get_num_threads()}
 
 
 def test_bad_settings_and_checkpoints_are_refused(tmp_path):
