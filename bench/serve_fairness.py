@@ -1,24 +1,40 @@
 """Do small requests keep being answered while `deca serve` works through the largest legal call?
 
-Starts `deca serve` (uvicorn, 127.0.0.1 only) twice on the same checkpoint, side by side in one run:
-- *budgeted*: the default `--batch-tokens` (model batches of bounded work, waiting calls taken in turn);
-- *unbudgeted*: `--batch-tokens` so large that only `--max-batch` bounds a batch (what the server did
-  before: 32 long contexts in one model batch).
-For each it measures the latency of one-sentence calls sent one after another, first with the server
-idle, then while one maximal legal call is in flight (`--max-requests` contexts of `--max-chars`
-characters), and prints p50 / p99 / max of the small calls and how long the large call took. Every loop is
-bounded by `--small` calls and `--seconds`.
+First the floor, in this process: how long the model takes to encode one maximal row, to answer it
+(encode + greedy decoding), and to answer the one-sentence row; a one-sentence call that must wait for the
+row in flight cannot be answered faster. Then `deca serve` (127.0.0.1 only) on the same checkpoint, once per
+server setting (`SERVERS`):
+- the default `--batch-tokens`, under which each of the large call's rows fits (one to a batch, as two do
+  not fit once padded);
+- a `--batch-tokens` below one such row: each runs alone, over the budget;
+- no budget (only `--max-batch` bounds a batch: 32 long rows at once), for comparison;
+- Ray Serve (`--ray`, its default 2 replicas) with the default budget.
+Each with the default `--slice-ms`: the batches being decoded take turns in the model thread.
+For each: one-sentence calls sent one after another with the server idle (`--small` of them); the large
+call alone (`--max-requests` contexts of `--max-chars` characters); the large call again, with one-sentence
+calls sent one after another until it is answered. It prints p50 / p99 / max of the small calls and how long
+the large call took alone and beside them; `--record PATH` writes all of it as JSON (every latency sample,
+the machine, load before and after, the model file's sha256 and size, the commit), which
+experiments/results/serve_fairness.py turns into docs/results/serve_fairness.md. Run it on a quiet machine,
+under `flock /tmp/bench.lock` where other measurements may run.
 
-    .venv/bin/python -m bench.serve_fairness --checkpoint checkpoints/pipeline/best/model.pt
-    .venv/bin/python -m bench.serve_fairness --checkpoint model.pt --max-requests 64 --max-chars 20000
+    python -m bench.serve_fairness --checkpoint checkpoints/pipeline/best/model.pt \\
+        --record docs/results/records/serve_fairness.json
+    python -m bench.serve_fairness --checkpoint model.pt --servers budget ray --max-requests 16
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
+import json
+import os
 import random
 import statistics
+import sys
 import threading
 import time
+from pathlib import Path
 
 import requests
 
@@ -27,6 +43,15 @@ from bench.serve import free_port, start, stop
 SMALL = {"context": "the movie was a delight from start to finish .",
          "question": "Is this review negative or positive?"}
 UNBUDGETED = 10**9
+OVER_BUDGET = 2_000  # --batch-tokens of the 'rows over the budget' setting: about half a maximal row
+# name -> (what it is, the `deca serve` options)
+SERVERS = {
+    "budget": ("uvicorn, default --batch-tokens: each large row under it", []),
+    "over": (f"uvicorn, --batch-tokens {OVER_BUDGET}: each large row over it", ["--batch-tokens", str(OVER_BUDGET)]),
+    "unbudgeted": ("uvicorn, no token budget (--max-batch 32 only)", ["--batch-tokens", str(UNBUDGETED)]),
+    "ray": ("Ray Serve, 2 replicas, default --batch-tokens", ["--ray"]),
+}
+TARGET = {"small_p99_s": 2.0, "large_slowdown": 0.10}  # issue 34 item 2
 
 
 def large_call(n: int, chars: int, seed: int = 0) -> list[dict]:
@@ -42,35 +67,125 @@ def large_call(n: int, chars: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def small_latencies(url: str, count: int, seconds: float, until: threading.Event | None = None) -> list[float]:
-    """Seconds of one-sentence calls sent one after another (stops after `count`, `seconds`, or `until`)."""
+def small_latencies(url: str, count: int, seconds: float, until: threading.Event | None = None,
+                    since: float | None = None) -> list[list[float]]:
+    """[seconds after `since` the call was sent, its latency] of one-sentence calls sent one after another
+    (stops after `count`, `seconds`, or once `until` is set)."""
     out, deadline = [], time.monotonic() + seconds
+    since = time.perf_counter() if since is None else since
     with requests.Session() as session:
         while len(out) < count and time.monotonic() < deadline and not (until and until.is_set()):
-            start = time.perf_counter()
+            sent = time.perf_counter()
             response = session.post(f"{url}/predict", json=SMALL, timeout=seconds)
             response.raise_for_status()
-            out.append(time.perf_counter() - start)
+            out.append([round(sent - since, 4), round(time.perf_counter() - sent, 4)])
     return out
 
 
-def scenario(url: str, big: list[dict], args) -> dict:
-    """Small-call latencies alone and during the large call, and the large call's own time."""
-    idle = small_latencies(url, args.small, args.seconds)
+def timed_large(url: str, big: list[dict], seconds: float) -> float:
+    """Seconds the large call took."""
+    started = time.perf_counter()
+    requests.post(f"{url}/predict", json=big, timeout=seconds).raise_for_status()
+    return round(time.perf_counter() - started, 3)
+
+
+def scenario(url: str, big: list[dict], small: int, seconds: float, alone: bool = True) -> dict:
+    """Small-call latencies idle and during the large call, and the large call's seconds alone (when `alone`)
+    and beside the small calls, which are sent one after another from 0.5 s after it until it is answered."""
+    idle = [lat for _, lat in small_latencies(url, small, seconds)]
+    large_alone = timed_large(url, big, seconds * 4) if alone else None
     done, took = threading.Event(), {}
 
     def send_large():
-        start = time.perf_counter()
-        requests.post(f"{url}/predict", json=big, timeout=args.seconds * 4).raise_for_status()
-        took["large"] = time.perf_counter() - start
-        done.set()
+        try:
+            took["large"] = timed_large(url, big, seconds * 4)
+        finally:
+            done.set()
 
+    sent = time.perf_counter()
     thread = threading.Thread(target=send_large)
     thread.start()
     time.sleep(0.5)  # the large call is in the model
-    busy = small_latencies(url, args.small, args.seconds, until=done)
+    busy = small_latencies(url, 10**6, seconds * 4, until=done, since=sent)
     thread.join()
-    return {"idle": idle, "busy": busy, "large": took.get("large")}
+    return {"idle": idle, "busy": [lat for _, lat in busy], "busy_sent_at": [at for at, _ in busy],
+            "large_alone": large_alone, "large": took.get("large")}
+
+
+def floor(checkpoint: str, big: list[dict], repeats: int = 3) -> dict:
+    """Seconds (each repeat) to encode one maximal row, to answer it, to answer the one-sentence row, and to
+    prepare (tokenize) the whole large call, in this process on the CPU with `deca serve`'s torch threads; a
+    maximal row answered once with a thread per core (torch's default); and the rows' token counts."""
+    import torch
+
+    from infer.limits import row_cost
+    from infer.serve.engine import Predictor
+    from infer.serve_cli import DEFAULT_THREADS
+    from mqan.batch import collate
+
+    torch.set_num_threads(DEFAULT_THREADS)  # as `deca serve` runs the model
+    predictor = Predictor.load(checkpoint, device="cpu")
+    started = time.perf_counter()
+    rows = predictor.prepare(big)
+    prepare_s = time.perf_counter() - started
+    small = predictor.prepare([{**SMALL, "id": "small"}])
+    predictor.answer(small)  # warm-up
+
+    def times(fn, repeats: int = repeats) -> list[float]:
+        out = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            fn()
+            out.append(round(time.perf_counter() - started, 4))
+        return out
+
+    with torch.inference_mode():
+        encode = times(lambda: predictor.model.encode(collate(rows[:1], predictor.vocab, predictor.device)))
+    answer = predictor.answer(rows[:1])[0]
+    torch.set_num_threads(os.cpu_count() or 1)  # torch's own default, which deca serve leaves one core short of
+    all_cores = times(lambda: predictor.answer(rows[:1]), 1)
+    torch.set_num_threads(DEFAULT_THREADS)
+    return {"threads": DEFAULT_THREADS, "encode_row_s": encode, "answer_row_all_cores_s": all_cores,
+            "all_cores": os.cpu_count(), "answer_row_s": times(lambda: predictor.answer(rows[:1])),
+            "answer_small_s": times(lambda: predictor.answer(small)), "prepare_call_s": round(prepare_s, 3),
+            "row_tokens": sorted({row_cost(r) for r in rows}), "small_tokens": row_cost(small[0]),
+            "row_answer_tokens": len(answer["tokens"]), "iteration": predictor.iteration}
+
+
+def server(name: str, args, big: list[dict]) -> dict:
+    """One server setting of `SERVERS`, started, measured (`scenario`) and stopped."""
+    what, extra = SERVERS[name]
+    argv = ["--checkpoint", args.checkpoint, "--port", str(free_port()), "--device", "cpu",
+            "--max-requests", str(args.max_requests), "--max-chars", str(args.max_chars), *extra]
+    load_before = os.getloadavg()
+    print(f"{what} ...", file=sys.stderr, flush=True)
+    proc, url, _ = start(argv, timeout=300)
+    try:
+        found = scenario(url, big, args.small, args.seconds)
+        health = requests.get(f"{url}/health", timeout=30).json()
+    finally:
+        stop(proc)
+    return {"name": name, "what": what, "options": extra, **found, "batching": health.get("batching"),
+            "load_before": load_before, "load_after": os.getloadavg()}
+
+
+def file_facts(path: str) -> dict:
+    """The model file's path, size and sha256."""
+    data = Path(path).read_bytes()
+    return {"path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def record(args, found: dict, servers: list[dict], load: tuple, started: float, commit: str | None) -> dict:
+    """The JSON record of one bench run (experiments/results/serve_fairness.py reads it)."""
+    from experiments.results.runs import this_machine
+
+    return {"command": "python -m bench.serve_fairness " + " ".join(sys.argv[1:]), "commit": commit,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": this_machine(), "load_before": list(load), "load_after": list(os.getloadavg()),
+            "minutes": round((time.monotonic() - started) / 60, 1), "model": file_facts(args.checkpoint),
+            "settings": {"max_requests": args.max_requests, "max_chars": args.max_chars, "small": args.small,
+                         "seconds": args.seconds, "small_call": SMALL},
+            "target": TARGET, "floor": found, "servers": servers}
 
 
 def describe(values: list[float]) -> str:
@@ -82,30 +197,46 @@ def describe(values: list[float]) -> str:
             f"max {values[-1]:6.2f} s")
 
 
+def report_floor(found: dict) -> None:
+    print(f"floor ({found['threads']} threads): one row of {found['row_tokens'][-1]:,} tokens: encode "
+          f"{statistics.median(found['encode_row_s']):.2f} s, answer ({found['row_answer_tokens']} tokens) "
+          f"{statistics.median(found['answer_row_s']):.2f} s ({found['answer_row_all_cores_s'][0]:.2f}"
+          f" s with {found['all_cores']} threads); the one-sentence row {statistics.median(found['answer_small_s']):.3f} s", flush=True)
+
+
+def report(servers: list[dict]) -> None:
+    for r in servers:
+        print(f"{r['what']}\n  idle:                  {describe(r['idle'])}\n  during the large call: "
+              f"{describe(r['busy'])}\n  the large call took {r['large_alone']:.1f} s alone, {r['large']:.1f} s "
+              "beside the small calls")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True, help="the model file to serve")
     ap.add_argument("--max-requests", type=int, default=64, help="requests in the large call (default 64)")
     ap.add_argument("--max-chars", type=int, default=20_000, help="characters of each large context (default 20000)")
-    ap.add_argument("--small", type=int, default=40, help="most small calls per measurement (default 40)")
-    ap.add_argument("--seconds", type=float, default=300, help="most seconds per measurement (default 300)")
+    ap.add_argument("--small", type=int, default=40, help="small calls with the server idle (default 40)")
+    ap.add_argument("--seconds", type=float, default=300, help="most seconds of a small-call loop; the large call "
+                    "may take 4 times that (default 300)")
+    ap.add_argument("--servers", nargs="+", choices=list(SERVERS), default=list(SERVERS),
+                    help="which server settings (default: all)")
+    ap.add_argument("--record", type=Path, help="write the JSON record here")
     args = ap.parse_args()
+    if not Path(args.checkpoint).is_file():
+        ap.error(f"--checkpoint {args.checkpoint}: no such file")
+    from experiments.results.runs import commit
+
+    started, load, head = time.monotonic(), os.getloadavg(), commit()  # the code the servers run
     big = large_call(args.max_requests, args.max_chars - 10)
-    results = {}
-    for name, extra in (("budgeted (default --batch-tokens)", []),
-                        ("unbudgeted (--max-batch only)", ["--batch-tokens", str(UNBUDGETED)])):
-        proc, url, _ = start(["--checkpoint", args.checkpoint, "--port", str(free_port()), "--device", "cpu",
-                              "--max-requests", str(args.max_requests), "--max-chars", str(args.max_chars), *extra],
-                             timeout=300)
-        try:
-            results[name] = scenario(url, big, args)
-        finally:
-            stop(proc)
-    print(f"one-sentence calls, with and without a call of {args.max_requests} x {args.max_chars:,}-character contexts "
-          "in flight")
-    for name, r in results.items():
-        print(f"{name}\n  idle:                {describe(r['idle'])}\n  during the large call: {describe(r['busy'])}"
-              f"\n  the large call took {r['large']:.1f} s")
+    found = floor(args.checkpoint, big)
+    report_floor(found)
+    servers = [server(name, args, big) for name in args.servers]
+    report(servers)
+    if args.record:
+        args.record.write_text(json.dumps(record(args, found, servers, load, started, head), indent=1) + "\n",
+                               encoding="utf-8")
+        print(f"record: {args.record}")
     return 0
 
 

@@ -12,8 +12,9 @@ Routes: POST /predict takes one {"context", "question"[, "id"]} or a JSON array 
 probability); GET /health; GET /tasks (an example input for each registered task); GET / is the demo
 page, where the answer's tokens are coloured by source as in the paper's Figure 1. The model is loaded
 once; concurrent calls are coalesced into model batches of at most --max-batch rows and --batch-tokens
-context + question tokens, waiting at most --max-wait-ms for a batch to fill; the rows of waiting calls
-are taken in turn, so a large call is decoded in pieces and small calls keep being answered meanwhile.
+padded tokens (rows x the longest row's context + question tokens), waiting at most --max-wait-ms for a
+batch to fill; the rows of waiting calls are taken in turn, and the batches being decoded take turns of
+--slice-ms, so a large call is decoded in pieces and small calls keep being answered meanwhile.
 Calls over the limits (--max-requests per call, --max-chars per context: the same limit as `deca
 predict`) are refused with a 4xx status and a message naming the field. It listens on 127.0.0.1 only,
 unless --host says otherwise.
@@ -21,6 +22,7 @@ unless --host says otherwise.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -29,9 +31,12 @@ from deca.config import add_params_arguments
 from deca.runs import add_model_arguments
 from deca.errors import ConfigError
 from infer.limits import MAX_CONTEXT_CHARS, InputLimits
-from infer.serve.engine import BATCH_TOKENS
+from infer.serve.engine import BATCH_TOKENS, SLICE_MS
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# The model's torch threads: all cores but one. On 2 cores, a model on both stalls at every parallel region
+# whenever the event loop or another process takes a core (an LSTM over a 4,000-token row has thousands).
+DEFAULT_THREADS = max(1, (os.cpu_count() or 1) - 1)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +56,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--max-wait-ms", type=float, default=5.0, metavar="MS",
                        help="how long a batch waits for more rows before it runs (default 5)")
     model.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, metavar="N",
-                       help=f"most context + question tokens in one model batch (default {BATCH_TOKENS}; "
-                            "a longer request runs alone)")
+                       help=f"most work of one model batch: rows x the longest row's context + question tokens "
+                            f"(default {BATCH_TOKENS}; a longer request runs alone)")
+    model.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                       help=f"torch threads of the model without --ray (default {DEFAULT_THREADS}: the CPU cores but "
+                            "one, which is left to HTTP and tokenizing; a Ray replica uses the CPUs Ray gives it)")
+    model.add_argument("--slice-ms", type=float, default=SLICE_MS, metavar="MS",
+                       help=f"how long one batch is decoded before other calls' batches get a turn (default "
+                            f"{SLICE_MS:g}; a batch's encoder is not interrupted)")
     model.add_argument("--max-answer-length", type=int, metavar="N", help="decoding steps (default: the model's)")
     limits = parser.add_argument_group("request limits")
     limits.add_argument("--max-requests", type=int, default=64, metavar="N",
@@ -70,9 +81,11 @@ def check(args: argparse.Namespace):
     from infer.predict import check_answer_length, pick_device
     from infer.serve.schema import Limits
 
-    for name in ("max_batch", "max_requests", "max_chars", "batch_tokens"):
+    for name in ("max_batch", "max_requests", "max_chars", "batch_tokens", "threads"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.slice_ms < 0:
+        raise ConfigError(f"--slice-ms must be at least 0, got {args.slice_ms:g}")
     if args.replicas is not None and not args.ray:
         raise ConfigError("--replicas goes with --ray (without it, one process serves)")
     if args.ray and (args.replicas or 2) < 1:
@@ -113,13 +126,17 @@ def run(args: argparse.Namespace) -> int:
 
 def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
     """Load the model, bind the port, serve with uvicorn until interrupted."""
+    import torch
+
     from mqan.allocator import keep_large_blocks
     from infer.serve.app import LocalBackend, bind, create_app, serve_local
     from infer.serve.engine import Predictor
 
     keep_large_blocks()
+    torch.set_num_threads(args.threads)
     predictor = Predictor.load(path, vocab, args.device, args.max_answer_length, args.precision)
-    app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens), limits)
+    app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens,
+                                  args.slice_ms), limits)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     print(announce(host, port, path, predictor.device), file=sys.stderr, flush=True)
@@ -134,7 +151,7 @@ def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
     from infer.serve.ray_app import ServeConfig, start_ray, stop_ray
 
     config = ServeConfig(path, vocab, args.device, args.max_batch, args.max_wait_ms, args.max_answer_length, limits,
-                         args.batch_tokens, args.precision)
+                         args.batch_tokens, args.precision, args.slice_ms)
     try:
         start_ray(config, args.replicas or 2, args.host, args.port)
         signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, which installs its own handler

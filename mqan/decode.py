@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Generator, Iterator, Sequence
 
 import torch
 
@@ -64,15 +65,43 @@ def iter_answers(model, vocab, rows: Sequence[dict], batch_size: int, max_len: i
     device = torch.device(device)
     if precision == "int8":
         model = quantized(model)
-    with torch.inference_mode(), autocast(device, precision):
+    with decoding(device, precision):
         for idx in length_batches(rows, batch_size)[rank::world]:
             out = model.greedy(collate([rows[i] for i in idx], vocab, device), max_len, explain=explain,
                                cuda_graphs=cuda_graphs)
-            if explain or weights:  # one copy per batch, not one device sync per answer
-                out = dataclasses.replace(out, ids=out.ids.cpu(), lengths=out.lengths.cpu(),
-                                          source_weights=out.source_weights.cpu(),
-                                          contributions=out.contributions.cpu() if explain else None)
-            yield idx, [_answer(out, j, explain, weights) for j in range(len(idx))]
+            yield idx, _answers(out, len(idx), explain, weights)
+
+
+@contextmanager
+def decoding(device, precision: str = "fp32"):
+    """What decoding runs under: inference mode, and autocast for bf16."""
+    with torch.inference_mode(), autocast(torch.device(device), precision):
+        yield
+
+
+def answer_steps(model, vocab, rows: Sequence[dict], max_len: int | None, device, *, explain: bool = False,
+                 precision: str = "fp32") -> Generator[None, None, list[Answer]]:
+    """The answers of `rows` decoded as one batch, step by step: a generator that yields after the encoder and
+    after each greedy step (MQAN.greedy_steps) and returns the answers in the rows' order. Its caller runs each
+    step under `decoding(device, precision)`, and may run other batches between steps."""
+    device = torch.device(device)
+    if precision == "int8":
+        model = quantized(model)
+    idx = length_batches(rows, len(rows))[0] if rows else []
+    out = yield from model.greedy_steps(collate([rows[i] for i in idx], vocab, device), max_len, explain=explain)
+    answers: list[Answer | None] = [None] * len(rows)
+    for i, answer in zip(idx, _answers(out, len(idx), explain)):
+        answers[i] = answer
+    return answers  # type: ignore[return-value]
+
+
+def _answers(out, n: int, explain: bool, weights: bool = False) -> list[Answer]:
+    """The `n` answers of a greedy output (copied to the CPU once per batch, not once per answer)."""
+    if explain or weights:
+        out = dataclasses.replace(out, ids=out.ids.cpu(), lengths=out.lengths.cpu(),
+                                  source_weights=out.source_weights.cpu(),
+                                  contributions=out.contributions.cpu() if explain else None)
+    return [_answer(out, j, explain, weights) for j in range(n)]
 
 
 def decode(model, vocab, rows: Sequence[dict], batch_size: int, max_len: int | None, device, *,

@@ -35,6 +35,7 @@ Where the paper is silent or the original code differs, this module follows the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generator
 
 import torch
 from torch import nn
@@ -337,8 +338,27 @@ class MQAN(nn.Module):
                             st.log_probs[:, :steps].masked_fill(~live, 0.0),
                             st.weights[:, :steps].masked_fill(~live[..., None], 0.0), live.sum(1))
 
+    def greedy_steps(self, batch: Batch, max_len: int | None = None,
+                     explain: bool = False) -> Generator[None, None, GreedyOutput]:
+        """`greedy` (incremental, the model in eval mode) as a generator that yields after the encoder and after
+        each decoding step, so that its caller can do other work in between (`deca serve` runs other calls'
+        batches there); its return value is greedy's output."""
+        if self.training:
+            raise RuntimeError("greedy_steps needs the model in eval mode (model.eval())")
+        return self._greedy_steps(batch, max_len or self.cfg.max_answer_length, True, explain)
+
     def _greedy(self, batch: Batch, max_len: int, incremental: bool, explain: bool = False) -> GreedyOutput:
+        steps = self._greedy_steps(batch, max_len, incremental, explain)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def _greedy_steps(self, batch: Batch, max_len: int, incremental: bool,
+                      explain: bool = False) -> Generator[None, None, GreedyOutput]:
         enc = self.encode(batch)
+        yield
         B = batch.size
         prev = torch.full((B, 1), INIT_ID, dtype=torch.long, device=enc.context.device)
         state, ctx = enc.state, enc.context.new_zeros(B, enc.context.shape[-1])
@@ -375,6 +395,7 @@ class MQAN(nn.Module):
             prev = y[:, None]
             if not incremental:
                 prefix = torch.cat([prefix, prev], 1)
+            yield
         live = ~torch.stack(finished, 1)  # [B, S] steps up to and including <eos>
         if check > 1:  # steps after every answer ended: all finished, dropped
             live = live[:, : int(live.any(0).sum())]

@@ -45,8 +45,9 @@ INDEX = (
                      "kernels, launches and synchronisations per step, and the targets (all missed)."),
     ("scale.md", "**Scaling**: Beam workers, metric processes, Ray Train workers and Ray Serve replicas on 2 cores."),
     ("reliability.md", "**Reliability**: the fault bench (`bench/faults/`, issues 12, 24 and 34): {{tally}}."),
-    ("serve_fairness.txt", "**Serving fairness**: one-sentence calls beside a large call, with and without the "
-                           "batch budget (`bench/serve_fairness.py`)."),
+    ("serve_fairness.md", "**Serving fairness** (issue 34): while a call of 64 x 20,000 characters runs, "
+                          "one-sentence calls wait p99 {{budget_p99}} with the token budget, {{ray_p99}} on Ray "
+                          "Serve, {{unbudgeted_p99}} without the budget; target: {{verdict}}."),
 )
 
 

@@ -28,7 +28,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
-from infer.serve.engine import BATCH_TOKENS, Batcher, Predictor
+from infer.serve.engine import BATCH_TOKENS, SLICE_MS, Batcher, Predictor
 from infer.serve.examples import task_examples
 from infer.serve.schema import Limits, RequestError, parse_body, request_adapters
 
@@ -50,9 +50,9 @@ class LocalBackend:
     """One Predictor in this process, behind a Batcher that coalesces concurrent calls."""
 
     def __init__(self, predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 5.0,
-                 batch_tokens: int = BATCH_TOKENS):
+                 batch_tokens: int = BATCH_TOKENS, slice_ms: float = SLICE_MS):
         self.predictor = predictor
-        self.batcher = Batcher(predictor.answer, max_batch, max_wait_ms, batch_tokens)
+        self.batcher = Batcher(predictor.answer, max_batch, max_wait_ms, batch_tokens, predictor.start, slice_ms)
 
     async def answer(self, requests: list[dict]) -> list[dict]:
         rows = await asyncio.to_thread(self.predictor.prepare, requests)  # tokenizing off the event loop
@@ -62,7 +62,7 @@ class LocalBackend:
         stats = self.batcher.stats
         return {**self.predictor.describe(), "serving": "uvicorn",
                 "batching": {"max_batch": self.batcher.max_batch, "max_wait_ms": self.batcher.max_wait * 1000,
-                             "batch_tokens": self.batcher.batch_tokens,
+                             "batch_tokens": self.batcher.batch_tokens, "slice_ms": self.batcher.slice * 1000,
                              "batches": stats.batches, "rows": stats.rows, "largest_batch": stats.largest}}
 
     async def close(self) -> None:

@@ -1,16 +1,23 @@
 """The model behind `deca serve`: loaded once, answering rows as `deca predict` does, and a batching queue.
 
 `Predictor` holds one model (mqan.checkpoint.load_model); `prepare` turns requests into rows as
-`deca predict` does (infer.predict.request_row) and `answer` decodes them with mqan.decode,
-``explain=True``: the same JSON objects `deca predict` writes.
+`deca predict` does (infer.predict.request_row); `answer` decodes them with mqan.decode, ``explain=True``
+(the same JSON objects `deca predict` writes), and `start` does the same in pieces (`Decoding`): the
+encoder, then each greedy step (mqan.decode.answer_steps).
 
 `Batcher` turns the rows of concurrent HTTP calls into model batches bounded by work, not only by count:
-a batch holds at most `max_batch` rows and at most `batch_tokens` context + question tokens (a row longer
-than that runs alone). Rows are taken from the waiting calls in turn, one row per call per turn, so a
-call of 64 long contexts is decoded in budget-sized pieces and a one-sentence call that arrives meanwhile
-joins the next piece instead of waiting behind the whole call. The first waiting row opens a batch, which
-closes when it is full or `max_wait_ms` has passed; the model runs in one worker thread, so the event
-loop keeps accepting requests meanwhile.
+a batch holds at most `max_batch` rows and at most `batch_tokens` tokens counted as the model computes them,
+padding included: rows x the longest row's context + question tokens (a row longer than that runs alone).
+Rows are taken from the waiting calls in turn, one row per call per turn, and a call has at most one
+batch being decoded, so a call of 64 long contexts is decoded in budget-sized batches one after another.
+The batches being decoded take turns in the model thread: a new batch first (its encoder, and its steps
+for up to `slice_ms`), then each of the others for `slice_ms`. A one-sentence call that arrives while a long
+row is decoded waits for the end of that row's turn (or of its encoder, which is not interrupted), not
+for its whole decoding, and then runs within one turn. Counting the padding keeps a short row out of a
+long row's batch, where it would cost the long row's work again. The first waiting row opens a batch,
+which closes when it is full or `max_wait_ms` has passed (at once while other batches are being decoded:
+its rows came during a turn); the model runs in one worker thread, so the event loop keeps accepting
+requests meanwhile.
 """
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ import asyncio
 import itertools
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +34,9 @@ from typing import Callable, Sequence
 from deca.errors import ConfigError
 from infer.limits import row_cost
 
-BATCH_TOKENS = 4_000  # default work of one model batch: context + question tokens
+SLICE_MS = 1000.0  # a turn of the model thread: how long a batch runs before the others get theirs
+# (shorter turns answer small calls sooner and slow a large call more: each small call takes its turn)
+BATCH_TOKENS = 4_000  # default work of one model batch: rows x the longest row's context + question tokens
 
 
 @dataclass
@@ -77,10 +87,52 @@ class Predictor:
                              explain=True, precision=self.precision)
         return [a.to_json(r["id"]) for r, a in zip(rows, answers)]
 
+    def start(self, rows: Sequence[dict]) -> "Decoding":
+        """The decoding of `rows` as one model batch, to be run in pieces (`Decoding.run`)."""
+        from mqan.decode import answer_steps, decoding
+
+        steps = answer_steps(self.model, self.vocab, rows, self.max_answer_length, self.device, explain=True,
+                             precision=self.precision)
+        return Decoding(steps, lambda: decoding(self.device, self.precision), [r["id"] for r in rows], self.lock)
+
     def describe(self) -> dict:
         """The model part of `GET /health`."""
+        import torch
+
         return {"checkpoint": self.checkpoint, "iteration": self.iteration, "device": str(self.device),
-                "vocabulary": len(self.vocab), "precision": self.precision}
+                "vocabulary": len(self.vocab), "precision": self.precision, "threads": torch.get_num_threads()}
+
+
+class Decoding:
+    """One model batch decoded in pieces: the encoder, then each greedy step (mqan.decode.answer_steps)."""
+
+    def __init__(self, steps, context: Callable, ids: list[str], lock: threading.Lock):
+        self.steps, self.context, self.ids, self.lock = steps, context, ids, lock
+        self.answers: list[dict] | None = None
+
+    def run(self, seconds: float) -> bool:
+        """Run pieces until the answers are ready (True) or `seconds` have passed (False); at least one."""
+        deadline = time.monotonic() + seconds
+        with self.lock, self.context():
+            while True:
+                try:
+                    next(self.steps)
+                except StopIteration as done:
+                    self.answers = [a.to_json(i) for i, a in zip(self.ids, done.value)]
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+
+
+class Whole:
+    """A batch answered in one piece by an answer function (rows -> answers)."""
+
+    def __init__(self, answer: Callable[[list[dict]], list[dict]], rows: list[dict]):
+        self.answer, self.rows, self.answers = answer, rows, None
+
+    def run(self, seconds: float) -> bool:
+        self.answers = self.answer(self.rows)
+        return True
 
 
 @dataclass
@@ -97,18 +149,26 @@ class BatchStats:
         self.largest = max(self.largest, size)
 
 
+def padded_cost(rows: int, longest: int) -> int:
+    """The work of a model batch of `rows` rows whose longest has `longest` tokens: every row is padded to it."""
+    return rows * longest
+
+
 class Batcher:
     """Coalesces the rows of concurrent calls into batches of at most `max_batch` rows and `batch_tokens`
-    tokens, taking the waiting calls' rows in turn (see the module docstring)."""
+    padded tokens, taking the waiting calls' rows in turn, and runs the batches in the model thread in turns
+    of about `slice_ms` each (see the module docstring)."""
 
     def __init__(self, answer: Callable[[list[dict]], list[dict]], max_batch: int, max_wait_ms: float,
-                 batch_tokens: int = BATCH_TOKENS):
+                 batch_tokens: int = BATCH_TOKENS, start: Callable[[list[dict]], Decoding] | None = None,
+                 slice_ms: float = SLICE_MS):
         for name, value, least in (("--max-batch", max_batch, 1), ("--max-wait-ms", max_wait_ms, 0),
-                                   ("--batch-tokens", batch_tokens, 1)):
+                                   ("--batch-tokens", batch_tokens, 1), ("--slice-ms", slice_ms, 0)):
             if value < least:
                 raise ConfigError(f"{name} must be at least {least}, got {value}")
         self.answer, self.max_batch, self.max_wait = answer, max_batch, max_wait_ms / 1000.0
-        self.batch_tokens = batch_tokens
+        self.batch_tokens, self.slice = batch_tokens, slice_ms / 1000.0
+        self.begin = start or (lambda rows: Whole(answer, rows))
         self.stats = BatchStats()
         self._calls: dict[int, list[tuple[dict, asyncio.Future]]] = {}  # call -> its waiting rows, in order
         self._opener = -1  # the call whose row opened the last batch: the next batch starts after it
@@ -157,33 +217,37 @@ class Batcher:
         rows, tokens = self._waiting()
         return rows >= self.max_batch or tokens >= self.batch_tokens
 
-    def _take(self) -> list[tuple[dict, asyncio.Future]]:
-        """One batch: a row from each waiting call in turn until `max_batch` rows or `batch_tokens` tokens (a
-        call whose next row does not fit any more sits out the rest of this batch). Batches are opened by the
+    def _take(self, busy: set[int] = frozenset()) -> list[tuple[int, dict, asyncio.Future]]:
+        """One batch, as (call, row, future): a row from each waiting call in turn until `max_batch` rows or
+        `batch_tokens` padded tokens (a call whose next row does not fit any more sits out the rest of this
+        batch); calls in `busy` (a batch of theirs is being decoded) sit it out whole. Batches are opened by the
         waiting calls in turn, round robin in order of arrival: when one call's rows are each over the budget
         (each runs alone), a later call's row opens the next batch instead of waiting for all of them."""
-        batch, tokens, out = [], 0, set()
-        later = [c for c in self._calls if c > self._opener]  # calls are numbered in order of arrival
-        turn = later + [c for c in self._calls if c <= self._opener]
+        batch, longest, out = [], 0, set(busy)
+        later = [c for c in self._calls if c > self._opener and c not in out]  # calls are numbered by arrival
+        turn = later + [c for c in self._calls if c <= self._opener and c not in out]
         self._opener = turn[0] if turn else self._opener
         while len(batch) < self.max_batch and set(self._calls) - out:
             for call in [c for c in turn if c in self._calls and c not in out]:
                 row, future = self._calls[call][0]
-                if batch and tokens + row_cost(row) > self.batch_tokens:
+                if batch and padded_cost(len(batch) + 1, max(longest, row_cost(row))) > self.batch_tokens:
                     out.add(call)
                     continue
                 self._calls[call].pop(0)
                 if not self._calls[call]:
                     del self._calls[call]
                 if not future.done():  # a caller may have gone
-                    batch.append((row, future))
-                    tokens += row_cost(row)
+                    batch.append((call, row, future))
+                    longest = max(longest, row_cost(row))
                 if len(batch) >= self.max_batch:
                     break
         return batch
 
-    async def _next_batch(self) -> list[tuple[dict, asyncio.Future]]:
-        """Wait for a first row, then for more until a batch is full or the oldest row waited max_wait."""
+    async def _next_batch(self, busy: set[int]) -> list[tuple[int, dict, asyncio.Future]]:
+        """With nothing being decoded (`busy` empty), wait for a first row, then for more until a batch is full or
+        the oldest row waited max_wait; else take at once what waits (the rows came during the last turn)."""
+        if busy:
+            return self._take(busy)
         while not self._calls:
             self._wake.clear()
             await self._wake.wait()
@@ -199,19 +263,29 @@ class Batcher:
         return batch
 
     async def _loop(self) -> None:
+        """Batches in the model thread, in turns: a new batch runs first (its encoder and as many steps as fit
+        in a turn), then the batches being decoded take turns of `slice` seconds, oldest first."""
         loop = asyncio.get_running_loop()
+        running: deque[tuple[list, Decoding | Whole]] = deque()
         while True:
-            items = await self._next_batch()
-            if not items:
+            if self._calls or not running:
+                items = await self._next_batch({call for batch, _ in running for call, _, _ in batch})
+                if items:
+                    self.stats.add(len(items))
+                    running.appendleft((items, self.begin([row for _, row, _ in items])))
+            if not running:
                 continue
-            self.stats.add(len(items))
+            items, work = running.popleft()
             try:
-                answers = await loop.run_in_executor(self._pool, self.answer, [row for row, _ in items])
+                finished = await loop.run_in_executor(self._pool, work.run, self.slice)
             except Exception as exc:  # noqa: BLE001 - every caller of this batch gets the error
-                for _, future in items:
+                for _, _, future in items:
                     if not future.done():
                         future.set_exception(exc)
                 continue
-            for (_, future), answer in zip(items, answers):
+            if not finished:
+                running.append((items, work))
+                continue
+            for (_, _, future), answer in zip(items, work.answers):
                 if not future.done():
                     future.set_result(answer)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ray import serve
 
 from infer.serve.app import LocalBackend, create_app
-from infer.serve.engine import BATCH_TOKENS, Predictor
+from infer.serve.engine import BATCH_TOKENS, SLICE_MS, Predictor
 from infer.serve.schema import Limits
 
 APP_NAME = "deca"
@@ -33,6 +33,7 @@ class ServeConfig:
     limits: Limits = Limits()
     batch_tokens: int = BATCH_TOKENS
     precision: str = "fp32"
+    slice_ms: float = SLICE_MS
 
 
 @serve.deployment(name="DecaServe", max_ongoing_requests=256)
@@ -44,7 +45,8 @@ class DecaServe:
         self.config = config
         self.predictor = Predictor.load(config.checkpoint, config.vocab_path, config.device, config.max_answer_length,
                                         config.precision)
-        self.backend = LocalBackend(self.predictor, config.max_batch, config.max_wait_ms, config.batch_tokens)
+        self.backend = LocalBackend(self.predictor, config.max_batch, config.max_wait_ms, config.batch_tokens,
+                                   config.slice_ms)
 
     async def answer(self, requests: list[dict]) -> list[dict]:
         """The requests of one call, answered in batches of this replica."""

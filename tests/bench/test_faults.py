@@ -4,7 +4,6 @@ where this machine lets the test mount one) and `deca serve` answering one-sente
 contexts are decoded. The other slow cases are the slow tests they name (DVC, MLflow, Ray, Ctrl-C, SIGTERM)."""
 from __future__ import annotations
 
-import argparse
 import errno
 import json
 import os
@@ -209,7 +208,7 @@ def test_small_calls_are_answered_while_long_contexts_are_decoded(tmp_path):
     proc, url, _ = start(["--checkpoint", str(tiny_checkpoint(tmp_path)), "--port", str(free_port()),
                           "--device", "cpu"], timeout=120)
     try:
-        took = scenario(url, large_call(64, 20_000 - 10), argparse.Namespace(small=20, seconds=150))
+        took = scenario(url, large_call(64, 20_000 - 10), small=20, seconds=150, alone=False)
     finally:
         stop(proc)
     busy = took["busy"]  # the calls sent while the large one was in flight (the tiny model decodes it in seconds)

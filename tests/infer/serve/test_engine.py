@@ -5,6 +5,7 @@ import asyncio
 import time
 
 import pytest
+import torch
 
 from deca.errors import ConfigError, DataError
 from infer.serve.engine import Batcher, Predictor
@@ -124,7 +125,8 @@ def test_predictor_answers_like_deca_predict(predictor, checkpoint):
                 zip(batch, decode(model, vocab, prepared, 64, None, "cpu", explain=True))]
     assert predictor.prepare(batch) == prepared and predictor.answer(prepared) == expected
     assert predictor.describe() == {"checkpoint": str(checkpoint), "iteration": STEPS, "device": "cpu",
-                                    "vocabulary": len(vocab), "precision": "fp32"}
+                                    "vocabulary": len(vocab), "precision": "fp32",
+                                    "threads": torch.get_num_threads()}
 
 
 def test_bad_settings_and_checkpoints_are_refused(tmp_path):
@@ -202,3 +204,81 @@ def test_a_small_call_waits_for_one_row_of_a_call_whose_rows_are_each_over_the_b
                                               model_s=0.03, head_start_s=0.01)
     assert small == [{"id": "small"}] and [a["id"] for a in large] == [f"long{i}" for i in range(10)]
     assert len(before) <= 2 and ["small"] in before  # at most the row being run, then the small call's
+
+
+def test_a_small_call_does_not_ride_in_a_long_rows_batch():
+    """Rows under --batch-tokens but long: the one-sentence row fits beside one by its own tokens (5 + 92 <= 100),
+    not once padded to it (2 x 92 > 100), so it runs alone right after the row in flight, instead of in the next
+    long row's batch (waiting for two long rows' decoding)."""
+    small, before, large = small_beside_large([long_row(i, 90) for i in range(6)], max_batch=64, batch_tokens=100,
+                                              model_s=0.03, head_start_s=0.01)
+    assert small == [{"id": "small"}] and [a["id"] for a in large] == [f"long{i}" for i in range(6)]
+    assert before == [["long0"], ["small"]]
+
+
+def test_short_rows_share_a_batch_within_the_padded_budget():
+    sizes = []
+
+    def answer(batch):
+        sizes.append([r["id"] for r in batch])
+        return [{"id": r["id"]} for r in batch]
+
+    async def go():
+        batcher = Batcher(answer, max_batch=32, max_wait_ms=20, batch_tokens=100)
+        try:
+            return await batcher.submit([long_row(0, 18), long_row(1, 3), long_row(2, 3), long_row(3, 3),
+                                         long_row(4, 3), long_row(5, 40)])
+        finally:
+            await batcher.stop()
+
+    run(go)
+    # 5 rows padded to 20 tokens = 100; the 42-token row alone (2 x 42 > 100)
+    assert sizes == [["long0", "long1", "long2", "long3", "long4"], ["long5"]]
+
+
+def test_a_decoding_run_in_pieces_answers_as_one_batch(predictor, rows):
+    batch = rows(3)
+    work, pieces = predictor.start(batch), 1
+    while not work.run(0):  # one piece a turn: the encoder, then each greedy step
+        pieces += 1
+    assert pieces > 2 and work.answers == predictor.answer(batch)
+
+
+class Steps:
+    """A batch decoded in `steps` pieces of `piece_s` seconds each, logging each piece as (its first id, piece)."""
+
+    def __init__(self, rows: list[dict], log: list, piece_s: float, steps: int):
+        self.rows, self.log, self.piece_s, self.left, self.answers = rows, log, piece_s, steps, None
+
+    def run(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while True:
+            time.sleep(self.piece_s)
+            self.left -= 1
+            self.log.append(self.rows[0]["id"])
+            if not self.left:
+                self.answers = [{"id": r["id"]} for r in self.rows]
+                return True
+            if time.monotonic() >= deadline:
+                return False
+
+
+def test_a_small_call_is_answered_between_the_steps_of_a_long_row():
+    """One long row decoded in 20 pieces of 10 ms, turns of 30 ms: a one-sentence call that arrives meanwhile
+    is answered within a turn, not after the long row's whole decoding."""
+    log: list[str] = []
+
+    async def go():
+        batcher = Batcher(None, max_batch=8, max_wait_ms=1, batch_tokens=100, slice_ms=30,
+                          start=lambda rows: Steps(rows, log, 0.01, 2 if rows[0]["id"] == "small" else 20))
+        try:
+            large = asyncio.ensure_future(batcher.submit([long_row(0, 90)]))
+            await asyncio.sleep(0.05)
+            small = await batcher.submit([{**long_row(1, 3), "id": "small"}])
+            return small, list(log), await large
+        finally:
+            await batcher.stop()
+
+    small, before, large = run(go)
+    assert small == [{"id": "small"}] and large == [{"id": "long0"}]
+    assert before.count("small") == 2 and 3 <= before.count("long0") <= 12  # the long row still had pieces left

@@ -20,7 +20,7 @@ def test_help_names_every_option(capsys):
     assert done.value.code == 0
     out = capsys.readouterr().out
     for option in ("--run", "--checkpoint", "--vocab", "--host", "--port", "--device", "--max-batch",
-                   "--max-wait-ms", "--max-requests", "--max-chars", "--ray", "--replicas"):
+                   "--max-wait-ms", "--batch-tokens", "--slice-ms", "--threads", "--max-requests", "--max-chars", "--ray", "--replicas"):
         assert option in out
     assert "POST /predict" in out and "127.0.0.1" in out
 
@@ -28,6 +28,8 @@ def test_help_names_every_option(capsys):
 @pytest.mark.parametrize("argv,message", [
     (["--replicas", "2"], "--replicas goes with --ray"),
     (["--max-batch", "0"], "--max-batch must be at least 1"),
+    (["--slice-ms", "-1"], "--slice-ms must be at least 0"),
+    (["--threads", "0"], "--threads must be at least 1"),
     (["--max-requests", "0"], "--max-requests must be at least 1"),
     (["--ray", "--port", "0"], "--port 0 is not supported with --ray"),
     (["--port", "70000"], "--port must be 0..65535"),

@@ -1,0 +1,115 @@
+"""docs/results/serve_fairness.md (`make results`): one-sentence calls beside the largest legal call of `deca
+serve` (issue 34 item 2), from docs/results/records/serve_fairness.json, which `python -m bench.serve_fairness
+--record` writes. Every figure is computed here from the record's samples; so is whether the targets are met:
+a one-sentence call's p99 at most `target.small_p99_s` while the large call runs, and the large call at most
+`target.large_slowdown` slower beside the small calls than alone, on every server setting but the unbudgeted
+one (kept for comparison).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+from experiments.results import records
+from experiments.results.render import num, table
+
+PAGE = "docs/results/serve_fairness.md"
+TEMPLATE = "serve_fairness.md"
+RECORD = "serve_fairness"
+TARGETED = ("budget", "over", "ray")  # the settings the targets are for; "unbudgeted" is for comparison
+
+
+def p99(values: list[float]) -> float | None:
+    """The nearest-rank 99th percentile (the largest sample when there are fewer than 100)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[math.ceil(0.99 * len(ordered)) - 1]
+
+
+def summary(server: dict, target: dict) -> dict:
+    """A server setting's figures: small-call latencies idle and busy, the large call alone and beside them,
+    its slowdown, and each target met or not (None when not measured)."""
+    busy, alone, beside = server["busy"], server.get("large_alone"), server.get("large")
+    slowdown = beside / alone - 1 if alone and beside else None
+    tail = p99(busy)
+    return {"idle_p50": statistics.median(server["idle"]) if server["idle"] else None, "n": len(busy),
+            "p50": statistics.median(busy) if busy else None, "p99": tail, "max": max(busy) if busy else None,
+            "alone": alone, "beside": beside, "slowdown": slowdown,
+            "p99_met": None if tail is None else tail <= target["small_p99_s"],
+            "slowdown_met": None if slowdown is None else slowdown <= target["large_slowdown"]}
+
+
+def said(met: bool | None) -> str:
+    return "not measured" if met is None else "met" if met else "missed"
+
+
+def servers_table(record: dict) -> str:
+    target = record["target"]
+    rows = []
+    for s in record["servers"]:
+        f = summary(s, target)
+        targeted = s["name"] in TARGETED
+        rows.append((s["what"], num(f["idle_p50"], 2), f["n"], num(f["p50"], 2), num(f["p99"], 2), num(f["max"], 2),
+                     num(f["alone"]), num(f["beside"]),
+                     "-" if f["slowdown"] is None else f"{100 * f['slowdown']:+.1f}%",
+                     said(f["p99_met"]) if targeted else "(comparison)",
+                     said(f["slowdown_met"]) if targeted else "(comparison)"))
+    return table(("server setting", "idle p50 s", "calls during", "p50 s", "p99 s", "max s", "large alone s",
+                  "large beside s", "large slower by", f"p99 <= {target['small_p99_s']:g} s",
+                  f"<= {100 * target['large_slowdown']:g}% slower"), rows)
+
+
+def verdict(record: dict) -> str:
+    """'met' when every targeted setting meets both targets, else what is missed (or not measured)."""
+    found = {s["name"]: summary(s, record["target"]) for s in record["servers"]}
+    missed = []
+    for name in TARGETED:
+        f = found.get(name)
+        if f is None:
+            missed.append(f"{name}: not measured")
+            continue
+        for key, label in (("p99_met", "small-call p99"), ("slowdown_met", "large-call slowdown")):
+            if not f[key]:
+                missed.append(f"{name}: {label} {said(f[key])}")
+    return "met" if not missed else "missed (" + "; ".join(missed) + ")"
+
+
+def floor_text(floor: dict) -> str:
+    """The in-process floor: one maximal row encoded and answered, the one-sentence row answered."""
+    med = {k: statistics.median(floor[k]) for k in ("encode_row_s", "answer_row_s", "answer_small_s")}
+    n = len(floor["answer_row_s"])
+    return (f"One row of the large call ({floor['row_tokens'][-1]:,} context + question tokens) takes "
+            f"{med['encode_row_s']:.2f} s to encode and {med['answer_row_s']:.2f} s to answer (encode + "
+            f"{floor['row_answer_tokens']} greedy steps); the one-sentence row ({floor['small_tokens']} tokens) "
+            f"{med['answer_small_s']:.3f} s (medians of {n}, {floor['threads']} torch threads, in the bench's own "
+            f"process before any server starts, as `deca serve` runs the model; with {floor['all_cores']} threads, "
+            f"torch's default, once: {floor['answer_row_all_cores_s'][0]:.2f} s). Tokenizing the whole large call takes {floor['prepare_call_s']:.2f} s. "
+            f"The server interrupts a batch between its greedy steps but not in its encoder, so a one-sentence "
+            f"call that arrives while a long row is encoded waits up to {med['encode_row_s']:.2f} s for it (the "
+            f"floor of its wait), and would wait up to {med['answer_row_s']:.2f} s if the row were not interrupted.")
+
+
+def values(record: dict | None = None) -> dict[str, str]:
+    """The placeholders of templates/serve_fairness.md (and of the README index line)."""
+    record = record or records.load(RECORD)
+    m, s = record["model"], record["settings"]
+    byname = {x["name"]: summary(x, record["target"]) for x in record["servers"]}
+
+    def p99_of(name: str) -> str:
+        found = byname.get(name, {}).get("p99")
+        return "not measured" if found is None else f"{found:.2f} s"
+
+    return {"date": record["date"], "commit": record["commit"], "command": record["command"],
+            "machine": records.describe_machine(record["machine"]),
+            "load": f"{record['load_before'][0]:.2f} before, {record['load_after'][0]:.2f} after",
+            "minutes": f"{record['minutes']:.0f}",
+            "model": f"`{m['path']}` ({m['bytes']:,} bytes, sha256 `{m['sha256'][:16]}`, iteration "
+                     f"{record['floor']['iteration'] if record['floor']['iteration'] is not None else 'not recorded'})",
+            "requests": str(s["max_requests"]), "chars": f"{s['max_chars']:,}", "small": str(s["small"]),
+            "small_call": f"`{s['small_call']['context']}` / `{s['small_call']['question']}`",
+            "p99_goal": f"{record['target']['small_p99_s']:g}",
+            "slowdown_goal": f"{100 * record['target']['large_slowdown']:g}",
+            "floor": floor_text(record["floor"]), "servers_table": servers_table(record),
+            "verdict": verdict(record), "budget_p99": p99_of("budget"), "ray_p99": p99_of("ray"),
+            "unbudgeted_p99": p99_of("unbudgeted")}

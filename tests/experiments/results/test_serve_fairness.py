@@ -1,0 +1,41 @@
+"""experiments/results/serve_fairness.py: percentiles, slowdowns and the target verdict computed from the samples."""
+from __future__ import annotations
+
+import copy
+
+from experiments.results import serve_fairness as page
+
+TARGET = {"small_p99_s": 2.0, "large_slowdown": 0.10}
+
+
+def server(name: str, busy: list[float], alone: float | None, beside: float | None) -> dict:
+    return {"name": name, "what": name, "options": [], "idle": [0.03, 0.04], "busy": busy,
+            "large_alone": alone, "large": beside}
+
+
+def record(*servers: dict) -> dict:
+    return {"target": TARGET, "servers": list(servers)}
+
+
+def test_p99_is_the_nearest_rank_and_the_largest_of_few_samples():
+    assert page.p99([3.0, 1.0, 2.0]) == 3.0
+    assert page.p99([float(i) for i in range(1, 201)]) == 198.0
+    assert page.p99([]) is None
+
+
+def test_each_target_is_computed_from_the_samples():
+    fast = page.summary(server("budget", [0.5] * 98 + [1.9, 2.5], 100.0, 109.0), TARGET)
+    assert fast["p99_met"] and fast["slowdown_met"] and round(fast["slowdown"], 2) == 0.09
+    slow = page.summary(server("budget", [0.5] * 98 + [2.1, 2.2], 100.0, 111.0), TARGET)
+    assert not slow["p99_met"] and not slow["slowdown_met"]
+    unmeasured = page.summary(server("ray", [], 100.0, None), TARGET)
+    assert unmeasured["p99_met"] is None and unmeasured["slowdown_met"] is None
+
+
+def test_the_verdict_needs_every_targeted_setting_and_ignores_the_unbudgeted_one():
+    good = [server(n, [1.0] * 50, 100.0, 105.0) for n in ("budget", "over", "ray")]
+    assert page.verdict(record(*good, server("unbudgeted", [90.0], 40.0, 95.0))) == "met"
+    assert page.verdict(record(*good[:2])) == "missed (ray: not measured)"
+    worse = copy.deepcopy(good)
+    worse[1]["busy"][-1] = 2.5
+    assert page.verdict(record(*worse)) == "missed (over: small-call p99 missed)"
