@@ -226,4 +226,5 @@ def values() -> dict[str, str]:
     return {"prepare": prepare_section(recs["prepare"]), "metrics": metrics_section(recs["metrics"]),
             "ray": ray_section(recs["ray_scaling"], recs["ray_scaling_bf16"]),
             "serve": serve_section(serve, optional("serve_model")),
-            "not_rerun": f"- **Not rerun:** {', '.join(missing)} (see their sections).\n" if missing else ""}
+            "not_rerun": (f"- **Not rerun:** {', '.join(missing)} (see {'their sections' if len(missing) > 1 else 'its section'}).\n"
+                          if missing else "")}
