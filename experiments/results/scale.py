@@ -27,9 +27,9 @@ def header(rec: dict) -> str:
     """Date, commit, machine, load average (1 minute) before and after, and the command."""
     before, after = rec["load_before"], rec["load_after"]
     load = f"{num(before[0], 2)} before, {num(after[0], 2)} after" if before and after else "not recorded"
-    busy = bool(before) and before[0] > rec["machine"]["cores"]
-    note = (f" More runnable work than cores before the run: other work ran beside it, so a setting that needs "
-            f"every core competed with it." if busy else "")
+    busy = bool(before and after) and max(before[0], after[0]) > rec["machine"]["cores"]
+    note = (" More runnable work than cores before or after the run: other work ran beside it, so a setting that "
+            "needs every core competed with it." if busy else "")
     return (f"- **Date:** {rec['date']} (commit `{rec['commit']}`).\n"
             f"- **Machine:** {records.describe_machine(rec['machine'])}; load average (1 minute) {load}.{note}\n"
             f"- **Command:** `.venv/bin/{rec['command']}`.")
@@ -226,4 +226,5 @@ def values() -> dict[str, str]:
     return {"prepare": prepare_section(recs["prepare"]), "metrics": metrics_section(recs["metrics"]),
             "ray": ray_section(recs["ray_scaling"], recs["ray_scaling_bf16"]),
             "serve": serve_section(serve, optional("serve_model")),
-            "not_rerun": f"- **Not rerun:** {', '.join(missing)} (see their sections).\n" if missing else ""}
+            "not_rerun": (f"- **Not rerun:** {', '.join(missing)} (see {'their sections' if len(missing) > 1 else 'its section'}).\n"
+                          if missing else "")}

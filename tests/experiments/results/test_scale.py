@@ -91,7 +91,8 @@ def test_the_served_model_is_named_with_its_training_or_said_not_recorded():
 
 
 def test_a_run_that_began_with_more_load_than_cores_says_so():
-    quiet, busy = base("python -m bench.x"), base("python -m bench.x")
-    busy["load_before"] = [2.5, 2.0, 1.0]
+    quiet, busy_before, busy_after = (base("python -m bench.x") for _ in range(3))
+    busy_before["load_before"] = [2.5, 2.0, 1.0]
+    busy_after["load_after"] = [4.2, 2.0, 1.0]
     assert "More runnable work than cores" not in scale.header(quiet)
-    assert "More runnable work than cores" in scale.header(busy)
+    assert all("More runnable work than cores" in scale.header(r) for r in (busy_before, busy_after))
