@@ -60,17 +60,7 @@ def test_any_http_answer_counts_and_other_stores_are_not_checked():
     check_server("file:///nowhere/mlruns")
 
 
-class NotMLflow(http.server.BaseHTTPRequestHandler):
-    """Another web server (a page for every path, or 404 HTML)."""
-
-    def do_GET(self):
-        self.send_response(404 if "api" in self.path else 200)
-        self.send_header("Content-Type", "text/html")
-        self.end_headers()
-        self.wfile.write(b"<html>not here</html>")
-
-    def log_message(self, *args):
-        pass
+from bench.faults.odd_input import NotMLflow  # noqa: E402 - the fault bench's "another web server"
 
 
 class FakeMLflow(NotMLflow):
