@@ -10,6 +10,7 @@ import time
 import pytest
 
 from deca.metric_logging import TrackingServerDown, check_server
+from bench.faults.odd_input import NotMLflow  # another web server: the fault bench's
 
 
 def closed_port() -> int:
@@ -58,9 +59,6 @@ def test_any_http_answer_counts_and_other_stores_are_not_checked():
         server.server_close()
     check_server("sqlite:///nowhere/mlflow.db")  # local stores: nothing to reach
     check_server("file:///nowhere/mlruns")
-
-
-from bench.faults.odd_input import NotMLflow  # noqa: E402 - the fault bench's "another web server"
 
 
 class FakeMLflow(NotMLflow):
