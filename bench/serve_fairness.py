@@ -12,7 +12,8 @@ server setting (`SERVERS`):
 Each with the default `--slice-ms`: the batches being decoded take turns in the model thread.
 For each: one-sentence calls sent one after another with the server idle (`--small` of them); the large
 call alone (`--max-requests` contexts of `--max-chars` characters); the large call again, with one-sentence
-calls sent one after another until it is answered. It prints p50 / p99 / max of the small calls and how long
+calls sent one after another until it is answered, each as soon as the previous is answered but at most one
+per `--small-every` seconds (the same offered load on every server). It prints p50 / p99 / max of the small calls and how long
 the large call took alone and beside them; `--record PATH` writes all of it as JSON (every latency sample,
 the machine, load before and after, the model file's sha256 and size, the commit), which
 experiments/results/serve_fairness.py turns into docs/results/serve_fairness.md. Run it on a quiet machine,
@@ -51,6 +52,8 @@ SERVERS = {
     "unbudgeted": ("uvicorn, no token budget (--max-batch 32 only)", ["--batch-tokens", str(UNBUDGETED)]),
     "ray": ("Ray Serve, 2 replicas, default --batch-tokens", ["--ray"]),
 }
+SMALL_EVERY = 0.5  # seconds: the same offered load of small calls on every server; back to back (0), a server
+# that answers them at once (Ray's second replica) gets 20 a second, whose HTTP work takes the large call's CPU
 TARGET = {"small_p99_s": 2.0, "large_slowdown": 0.10}  # issue 34 item 2
 
 
@@ -68,8 +71,9 @@ def large_call(n: int, chars: int, seed: int = 0) -> list[dict]:
 
 
 def small_latencies(url: str, count: int, seconds: float, until: threading.Event | None = None,
-                    since: float | None = None) -> list[list[float]]:
-    """[seconds after `since` the call was sent, its latency] of one-sentence calls sent one after another
+                    since: float | None = None, every: float = 0.0) -> list[list[float]]:
+    """[seconds after `since` the call was sent, its latency] of one-sentence calls sent one after another,
+    each as soon as the previous is answered but no sooner than `every` seconds after the previous was sent
     (stops after `count`, `seconds`, or once `until` is set)."""
     out, deadline = [], time.monotonic() + seconds
     since = time.perf_counter() if since is None else since
@@ -79,6 +83,10 @@ def small_latencies(url: str, count: int, seconds: float, until: threading.Event
             response = session.post(f"{url}/predict", json=SMALL, timeout=seconds)
             response.raise_for_status()
             out.append([round(sent - since, 4), round(time.perf_counter() - sent, 4)])
+            if until is not None:
+                until.wait(max(0.0, sent + every - time.perf_counter()))
+            else:
+                time.sleep(max(0.0, sent + every - time.perf_counter()))
     return out
 
 
@@ -89,9 +97,10 @@ def timed_large(url: str, big: list[dict], seconds: float) -> float:
     return round(time.perf_counter() - started, 3)
 
 
-def scenario(url: str, big: list[dict], small: int, seconds: float, alone: bool = True) -> dict:
+def scenario(url: str, big: list[dict], small: int, seconds: float, alone: bool = True, every: float = 0.0) -> dict:
     """Small-call latencies idle and during the large call, and the large call's seconds alone (when `alone`)
-    and beside the small calls, which are sent one after another from 0.5 s after it until it is answered."""
+    and beside the small calls, which are sent one after another (at most one per `every` seconds) from 0.5 s
+    after it until it is answered."""
     idle = [lat for _, lat in small_latencies(url, small, seconds)]
     large_alone = timed_large(url, big, seconds * 4) if alone else None
     done, took = threading.Event(), {}
@@ -106,7 +115,7 @@ def scenario(url: str, big: list[dict], small: int, seconds: float, alone: bool 
     thread = threading.Thread(target=send_large)
     thread.start()
     time.sleep(0.5)  # the large call is in the model
-    busy = small_latencies(url, 10**6, seconds * 4, until=done, since=sent)
+    busy = small_latencies(url, 10**6, seconds * 4, until=done, since=sent, every=every)
     thread.join()
     return {"idle": idle, "busy": [lat for _, lat in busy], "busy_sent_at": [at for at, _ in busy],
             "large_alone": large_alone, "large": took.get("large")}
@@ -161,7 +170,7 @@ def server(name: str, args, big: list[dict]) -> dict:
     print(f"{what} ...", file=sys.stderr, flush=True)
     proc, url, _ = start(argv, timeout=300)
     try:
-        found = scenario(url, big, args.small, args.seconds)
+        found = scenario(url, big, args.small, args.seconds, every=args.small_every)
         health = requests.get(f"{url}/health", timeout=30).json()
     finally:
         stop(proc)
@@ -184,7 +193,7 @@ def record(args, found: dict, servers: list[dict], load: tuple, started: float, 
             "machine": this_machine(), "load_before": list(load), "load_after": list(os.getloadavg()),
             "minutes": round((time.monotonic() - started) / 60, 1), "model": file_facts(args.checkpoint),
             "settings": {"max_requests": args.max_requests, "max_chars": args.max_chars, "small": args.small,
-                         "seconds": args.seconds, "small_call": SMALL},
+                         "seconds": args.seconds, "small_every": args.small_every, "small_call": SMALL},
             "target": TARGET, "floor": found, "servers": servers}
 
 
@@ -217,6 +226,9 @@ def main() -> int:
     ap.add_argument("--max-requests", type=int, default=64, help="requests in the large call (default 64)")
     ap.add_argument("--max-chars", type=int, default=20_000, help="characters of each large context (default 20000)")
     ap.add_argument("--small", type=int, default=40, help="small calls with the server idle (default 40)")
+    ap.add_argument("--small-every", type=float, default=SMALL_EVERY,
+                    help="during the large call, send a one-sentence call at most every this many seconds, each as "
+                    f"soon as the previous is answered (default {SMALL_EVERY}; 0: back to back)")
     ap.add_argument("--seconds", type=float, default=300, help="most seconds of a small-call loop; the large call "
                     "may take 4 times that (default 300)")
     ap.add_argument("--servers", nargs="+", choices=list(SERVERS), default=list(SERVERS),

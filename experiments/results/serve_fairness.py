@@ -108,6 +108,8 @@ def values(record: dict | None = None) -> dict[str, str]:
                      f"{record['floor']['iteration'] if record['floor']['iteration'] is not None else 'not recorded'})",
             "requests": str(s["max_requests"]), "chars": f"{s['max_chars']:,}", "small": str(s["small"]),
             "small_call": f"`{s['small_call']['context']}` / `{s['small_call']['question']}`",
+            "small_every": (f"but at most one every {s['small_every']:g} s" if s.get("small_every")
+                            else "back to back"),
             "p99_goal": f"{record['target']['small_p99_s']:g}",
             "slowdown_goal": f"{100 * record['target']['large_slowdown']:g}",
             "floor": floor_text(record["floor"]), "servers_table": servers_table(record),
