@@ -16,6 +16,7 @@ from experiments.results.render import num, table
 PAGE = "docs/results/serve_fairness.md"
 TEMPLATE = "serve_fairness.md"
 RECORD = "serve_fairness"
+BACK_TO_BACK = "serve_fairness_back_to_back"  # the same bench with --small-every 0: small calls back to back
 TARGETED = ("budget", "over", "ray")  # the settings the targets are for; "unbudgeted" is for comparison
 
 
@@ -90,9 +91,27 @@ def floor_text(floor: dict) -> str:
             f"floor of its wait), and would wait up to {med['answer_row_s']:.2f} s if the row were not interrupted.")
 
 
-def values(record: dict | None = None) -> dict[str, str]:
+def back_to_back_text(record: dict) -> str:
+    """The run with the small calls back to back (a closed loop as fast as the server answers): its table and
+    where it comes from."""
+    return (f"`{record['command']}` ({record['date']}, commit `{record['commit']}`, load average "
+            f"{record['load_before'][0]:.2f} before, {record['load_after'][0]:.2f} after; record "
+            f"[records/{BACK_TO_BACK}.json](records/{BACK_TO_BACK}.json)):\n\n{servers_table(record)}")
+
+
+def alone_spread(*found: dict) -> str:
+    """How much the large call alone varied between the server settings and runs on the page: the noise that
+    one run's slowdown figure sits in."""
+    alone = [s["large_alone"] for r in found for s in r["servers"] if s.get("large_alone") and s["name"] in TARGETED]
+    return (f"The large call alone took {min(alone):.1f} to {max(alone):.1f} s over the {len(alone)} targeted settings and runs "
+            f"above ({100 * (max(alone) / min(alone) - 1):.0f}% apart), the same work each time: each slowdown is one "
+            "pair of runs, and differences of a few percent between them are within that spread.")
+
+
+def values(record: dict | None = None, back_to_back: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/serve_fairness.md (and of the README index line)."""
     record = record or records.load(RECORD)
+    back_to_back = back_to_back or records.load(BACK_TO_BACK)
     m, s = record["model"], record["settings"]
     byname = {x["name"]: summary(x, record["target"]) for x in record["servers"]}
 
@@ -114,4 +133,5 @@ def values(record: dict | None = None) -> dict[str, str]:
             "slowdown_goal": f"{100 * record['target']['large_slowdown']:g}",
             "floor": floor_text(record["floor"]), "servers_table": servers_table(record),
             "verdict": verdict(record), "budget_p99": p99_of("budget"), "ray_p99": p99_of("ray"),
-            "unbudgeted_p99": p99_of("unbudgeted")}
+            "unbudgeted_p99": p99_of("unbudgeted"), "back_to_back": back_to_back_text(back_to_back),
+            "alone_spread": alone_spread(record, back_to_back)}

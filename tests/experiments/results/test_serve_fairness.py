@@ -39,3 +39,10 @@ def test_the_verdict_needs_every_targeted_setting_and_ignores_the_unbudgeted_one
     worse = copy.deepcopy(good)
     worse[1]["busy"][-1] = 2.5
     assert page.verdict(record(*worse)) == "missed (over: small-call p99 missed)"
+
+
+def test_the_spread_of_the_large_call_alone_counts_only_the_targeted_settings():
+    first = record(server("budget", [1.0], 70.0, 71.0), server("unbudgeted", [30.0], 10.0, 11.0))
+    second = record(server("ray", [0.1], 77.0, 77.0))
+    text = page.alone_spread(first, second)
+    assert text.startswith("The large call alone took 70.0 to 77.0 s over the 2 targeted") and "(10% apart)" in text
