@@ -7,8 +7,8 @@ Variants (`ModelConfig.variant`), each adding to the previous one:
   catt  + context and question encoded separately, dual coattention (context pointer only)
   qptr  + question arm and question pointer with its switch: MQAN (`mqan` is an alias)
 
-One computation for training and decoding: `token_log_probs` (teacher forcing) and `greedy` call
-the same step functions; greedy keeps the keys/values of past decoder positions and attends to C_fin
+One computation for training and decoding: `token_log_probs` (teacher forcing) and `greedy` (its loop in
+mqan/greedy.py) call the same step functions; greedy keeps the keys/values of past decoder positions and attends to C_fin
 directly (`MultiHead.attend_one`), so nothing is recomputed. The output distribution (Eq. 13) lives in mqan/mixture.py: the loss needs only
 each target's probability, computed in log space from the three sources, and greedy decoding only the
 most probable token, so neither builds the extended-vocabulary distribution.
@@ -41,14 +41,14 @@ import torch
 from torch import nn
 
 from deca.config import ModelConfig
-from deca.text import detokenize
-from mqan import mixture, static_decode, syncs
+from mqan import greedy, mixture
 from mqan.batch import Batch, Sequences
 from mqan.inputs import Featurizer, InputEmbedding
-from mqan.layers import (Arm, BiLSTM, Coattention, DecoderLayer, DecoderLSTM, KVCache, PointerAttention,
+from mqan.layers import (Arm, BiLSTM, Coattention, DecoderLayer, DecoderLSTM, PointerAttention,
                                positional_encodings)
 from mqan.vectors import VectorSource, open_source
-from mqan.vocab import EOS_ID, INIT_ID, PAD_ID, UNK_ID, Vocab
+from mqan.greedy import GreedyOutput
+from mqan.vocab import INIT_ID, PAD_ID, UNK_ID, Vocab
 from mqan.vocab_log_prob import wide
 
 
@@ -110,17 +110,6 @@ class MixtureInputs:
     switches: mixture.Switches  # [N]
     pointers: mixture.Pointers  # [N, L] / [N, M]
     targets: torch.Tensor  # [N] extended ids
-
-
-@dataclass
-class GreedyOutput:
-    tokens: list[list[str]]  # answer tokens (up to <eos>, specials dropped)
-    texts: list[str]  # detokenized answers
-    ids: torch.Tensor  # [B, S] extended ids chosen at each step (S <= max_len)
-    log_probs: torch.Tensor  # [B, S] log p of the chosen token (0 after <eos>)
-    source_weights: torch.Tensor  # [B, S, 3] weights of vocabulary / context ptr / question ptr (0 after <eos>)
-    lengths: torch.Tensor  # [B] steps taken up to and including <eos>
-    contributions: torch.Tensor | None = None  # [B, S, 3] p(chosen token) from each source (they sum to it)
 
 
 class MQAN(nn.Module):
@@ -323,20 +312,10 @@ class MQAN(nn.Module):
         max_len = max_len or self.cfg.max_answer_length
         try:
             if cuda_graphs and incremental and not explain:
-                return self._greedy_static(batch, max_len)
+                return greedy.static(self, batch, max_len)
             return self._greedy(batch, max_len, incremental, explain)
         finally:
             self.train(was_training)
-
-    def _greedy_static(self, batch: Batch, max_len: int) -> GreedyOutput:
-        enc = self.encode(batch)
-        st, steps = static_decode.run(self, enc, max_len, graphs=True)
-        live = ~st.finished[:, :steps]
-        ids_t = st.ids[:, :steps].masked_fill(~live, PAD_ID)
-        tokens = [batch.ext_to_tokens(row, self.vocab) for row in ids_t.tolist()]
-        return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t,
-                            st.log_probs[:, :steps].masked_fill(~live, 0.0),
-                            st.weights[:, :steps].masked_fill(~live[..., None], 0.0), live.sum(1))
 
     def greedy_steps(self, batch: Batch, max_len: int | None = None,
                      explain: bool = False) -> Generator[None, None, GreedyOutput]:
@@ -345,67 +324,15 @@ class MQAN(nn.Module):
         batches there); its return value is greedy's output."""
         if self.training:
             raise RuntimeError("greedy_steps needs the model in eval mode (model.eval())")
-        return self._greedy_steps(batch, max_len or self.cfg.max_answer_length, True, explain)
+        return greedy.steps(self, batch, max_len or self.cfg.max_answer_length, True, explain)
 
     def _greedy(self, batch: Batch, max_len: int, incremental: bool, explain: bool = False) -> GreedyOutput:
-        steps = self._greedy_steps(batch, max_len, incremental, explain)
+        steps = greedy.steps(self, batch, max_len, incremental, explain)
         while True:
             try:
                 next(steps)
             except StopIteration as done:
                 return done.value
-
-    def _greedy_steps(self, batch: Batch, max_len: int, incremental: bool,
-                      explain: bool = False) -> Generator[None, None, GreedyOutput]:
-        enc = self.encode(batch)
-        yield
-        B = batch.size
-        prev = torch.full((B, 1), INIT_ID, dtype=torch.long, device=enc.context.device)
-        state, ctx = enc.state, enc.context.new_zeros(B, enc.context.shape[-1])
-        caches = None
-        if self.arch.self_attention and incremental:
-            caches = [KVCache(max_len) for _ in self.decoder_layers]
-        prefix = prev
-        question_ids = enc.question_ext if self.arch.question_pointer else None
-        candidates = mixture.Candidates.of(enc.context_ext, question_ids)
-        done = torch.zeros(B, dtype=torch.bool, device=prev.device)
-        check = syncs.check_every(prev.device)
-        ids, lps, weights, finished, parts = [], [], [], [], []
-        for t in range(max_len):
-            if incremental or not self.arch.self_attention:
-                x = self._answer_features(enc, prev, offset=t, caches=caches)[:, -1]
-            else:
-                x = self._answer_features(enc, prefix)[:, -1]
-            step, state = self._step(enc, x, state, ctx)
-            ctx = step.context
-            p_vocab = torch.softmax(wide(self._logits(ctx)), -1)  # [B, V], fp32 under bf16 autocast too
-            w = self._switches(step).weights()
-            pointers = mixture.Pointers(wide(step.log_context), enc.context_ext,
-                                        None if step.log_question is None else wide(step.log_question), question_ids)
-            y, lp = mixture.choose(p_vocab, w, pointers, candidates)
-            if explain:
-                parts.append(mixture.contributions(p_vocab, w, pointers, y))
-            finished.append(done.clone())
-            ids.append(y)
-            lps.append(lp)
-            weights.append(w)
-            done |= y == EOS_ID
-            if (t + 1) % check == 0 and bool(done.all()):  # a host synchronisation: on a GPU every `check` steps
-                break
-            prev = y[:, None]
-            if not incremental:
-                prefix = torch.cat([prefix, prev], 1)
-            yield
-        live = ~torch.stack(finished, 1)  # [B, S] steps up to and including <eos>
-        if check > 1:  # steps after every answer ended: all finished, dropped
-            live = live[:, : int(live.any(0).sum())]
-        S = live.shape[1]
-        ids_t = torch.stack(ids, 1)[:, :S].masked_fill(~live, PAD_ID)
-        lp_t = torch.stack(lps, 1)[:, :S].masked_fill(~live, 0.0)
-        w_t = torch.stack(weights, 1)[:, :S].masked_fill(~live[..., None], 0.0)
-        tokens = [batch.ext_to_tokens(row, self.vocab) for row in ids_t.tolist()]
-        c_t = torch.stack(parts, 1)[:, :S].masked_fill(~live[..., None], 0.0) if explain else None
-        return GreedyOutput(tokens, [detokenize(t) if t else "" for t in tokens], ids_t, lp_t, w_t, live.sum(1), c_t)
 
 
 def build_model(cfg: ModelConfig, vocab: Vocab, word_vectors: VectorSource | None = None,

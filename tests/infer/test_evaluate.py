@@ -15,7 +15,8 @@ from deca.schema import read_split
 from infer.evaluate import evaluate
 from deca.runs import latest_run
 from mqan.checkpoint import save_checkpoint
-from mqan.model import MQAN, GreedyOutput, build_model
+from mqan.greedy import GreedyOutput
+from mqan.model import MQAN, build_model
 from mqan.vocab import Vocab
 
 from tests.mini_data import write_rows
