@@ -82,13 +82,21 @@ def floor_text(floor: dict) -> str:
     n = len(floor["answer_row_s"])
     return (f"One row of the large call ({floor['row_tokens'][-1]:,} context + question tokens) takes "
             f"{med['encode_row_s']:.2f} s to encode and {med['answer_row_s']:.2f} s to answer (encode + "
-            f"{floor['row_answer_tokens']} greedy steps); the one-sentence row ({floor['small_tokens']} tokens) "
+            f"{steps_of(floor['row_answer_tokens'])}); the one-sentence row ({floor['small_tokens']} tokens) "
             f"{med['answer_small_s']:.3f} s (medians of {n}, {floor['threads']} torch threads, in the bench's own "
             f"process before any server starts, as `deca serve` runs the model; with {floor['all_cores']} threads, "
             f"torch's default, once: {floor['answer_row_all_cores_s'][0]:.2f} s). Tokenizing the whole large call takes {floor['prepare_call_s']:.2f} s. "
             f"The server interrupts a batch between its greedy steps but not in its encoder, so a one-sentence "
             f"call that arrives while a long row is encoded waits up to {med['encode_row_s']:.2f} s for it (the "
-            f"floor of its wait), and would wait up to {med['answer_row_s']:.2f} s if the row were not interrupted.")
+            f"floor of its wait), and would wait up to {med['answer_row_s']:.2f} s if the row were not interrupted."
+            + ("" if floor["row_answer_tokens"] > 2 else
+               " This model answers a long row in so few steps that the bench tests the turns between rows (each its "
+               "own batch) more than the interruptions within one; those are tested with a slow fake model in "
+               "tests/infer/serve/test_engine.py."))
+
+
+def steps_of(tokens: int) -> str:
+    return f"{tokens} greedy step" + ("" if tokens == 1 else "s")
 
 
 def back_to_back_text(record: dict) -> str:
