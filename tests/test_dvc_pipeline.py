@@ -1,10 +1,10 @@
 """The whole DVC pipeline on a copy of the repository: `dvc repro` on the default params (the offline main
 job on the bundled miniature corpora), a no-op second run, an experiment with refused values that changes
-nothing, a one-task param change that reruns only that task's stages and what follows, and two strategies as DVC experiments compared with `deca compare`; then
-the DVC remote (a local directory set by infra/dvc/remote.sh): `dvc push`, a git clone that pulls and reruns
-nothing (and restores an older run from the run cache), and an experiment moved by `dvc exp push/pull`;
-last, experiments side by side through the queue, and two `dvc exp run` at once in the one workspace (a
-known failure of DVC's, a strict xfail: bench/faults reports it as not handled).
+nothing, a one-task param change that reruns only that task's stages and what follows; then the DVC remote
+(a local directory set by infra/dvc/remote.sh): `dvc push`, a git clone that pulls and reruns nothing (and
+restores an older run from the run cache); two strategies side by side through DVC's queue, compared with
+`deca compare`; one of them moved by `dvc exp push/pull`; last, two `dvc exp run` at once in the one workspace
+(a known failure of DVC's, a strict xfail: bench/faults reports it as not handled).
 
 One `dvc repro` of everything takes a few minutes on two cores; the tests below share it (module fixture)
 and run in file order.
@@ -270,11 +270,25 @@ def test_push_then_a_fresh_clone_pulls_and_reruns_nothing(repo, clone):
     assert "up to date" in clone.dvc("status").stdout
 
 
-def test_two_strategies_as_experiments_then_compare(repo, tmp_path):
+def test_two_strategies_side_by_side_through_the_queue_then_compare(repo, tmp_path):
+    """The README's way to run experiments side by side: queued (`dvc exp run --queue`), then run by the queue,
+    one at a time, each in its own copy of the repository (`dvc exp run --run-all -j 1`), with MLFLOW_TRACKING_URI
+    set to one absolute store as the README says; then compared with `deca compare` from DVC and from MLflow.
+    Two `dvc exp run` in the one workspace at once would share it (the last test). Queued, both are saved, no exec
+    ref is left and the workspace is not touched."""
     repo.commit("baseline")
-    repo.dvc("exp", "run", "-n", "joint", "-S", "train.strategy=fully_joint", *QUICK)
-    repo.dvc("exp", "run", "-n", "squad-first", "-S", "train.strategy=anti_curriculum_squad",
+    # the workspace experiments of the tests above leave refs/exps/exec/EXEC_HEAD (DVC does after any
+    # workspace run); the README's clean-up for it, then the queue must leave none
+    repo.run("git", "update-ref", "-d", "refs/exps/exec/EXEC_HEAD")
+    repo.dvc("exp", "run", "--queue", "-n", "joint", "-S", "train.strategy=fully_joint", *QUICK)
+    repo.dvc("exp", "run", "--queue", "-n", "squad-first", "-S", "train.strategy=anti_curriculum_squad",
              "-S", "train.phase_iterations=3", *QUICK)
+    store = {**repo.env, "MLFLOW_TRACKING_URI": f"sqlite:///{repo.path / 'mlflow.db'}"}
+    run = subprocess.run([str(BIN / "dvc"), "exp", "run", "--run-all", "-j", "1"], cwd=repo.path, env=store,
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert repo.run("git", "for-each-ref", "refs/exps/exec").stdout == ""
+    assert repo.run("git", "status", "--porcelain").stdout == ""  # the workspace was not touched
     out = tmp_path / "strategies"
     shown = repo.run(str(BIN / "deca"), "compare", "--dvc", "--exps", "joint", "squad-first", "--out", str(out))
     table = shown.stdout
@@ -286,7 +300,7 @@ def test_two_strategies_as_experiments_then_compare(repo, tmp_path):
     assert all(len(r["scores"]) == 10 and r["decascore"] == pytest.approx(sum(r["scores"].values()))
                for r in data["rows"])
     assert out.with_suffix(".md").read_text().count("|") > 20 and out.with_suffix(".png").stat().st_size > 0
-    # the same runs, from MLflow
+    # the same runs, from MLflow: the queue's copies logged into the one store
     mlflow_rows = repo.run(str(BIN / "deca"), "compare", "--mlflow", "--json")
     labels = [r["strategy"] for r in json.loads(mlflow_rows.stdout)["rows"]]
     assert {"fully_joint", "anti_curriculum_squad"} <= set(labels)
@@ -319,34 +333,13 @@ def test_an_experiment_goes_from_one_clone_to_the_other(repo, clone):
     assert "up to date" in clone.dvc("status").stdout  # every output of the experiment came from the remote
 
 
-def test_experiments_side_by_side_go_through_the_queue(repo):
-    """The README's way to run experiments side by side: queued (`dvc exp run --queue`), then run by the queue,
-    one at a time, each in its own copy of the repository (`dvc exp run --run-all -j 1`). Two `dvc exp run` in
-    the one workspace at once would share it: the second stashes its params into the workspace, then DVC's lock
-    refuses it and its cleanup removes the first one's refs/exps/exec/EXEC_BASELINE, so the first fails after its
-    stages ran ('NoneType' object is not subscriptable), unsaved. Queued, both are saved and no exec ref is left."""
-    repo.commit("before the queue")
-    # the workspace experiments of the tests above leave refs/exps/exec/EXEC_HEAD (DVC does after any
-    # workspace run); the README's clean-up for it, then the queue must leave none
-    repo.run("git", "update-ref", "-d", "refs/exps/exec/EXEC_HEAD")
-    for name, seed in (("queued-a", 1), ("queued-b", 2)):
-        repo.dvc("exp", "run", "--queue", "-n", name, "-S", f"train.seed={seed}", *QUICK)
-    repo.dvc("exp", "run", "--run-all", "-j", "1")
-    shown = csv.DictReader(repo.dvc("exp", "show", "--csv", "--no-pager").stdout.splitlines())
-    rows = {r["Experiment"]: r for r in shown}  # both saved, each with its params and a decaScore
-    assert all(rows[name]["decascore"] and rows[name]["train.seed"] == seed
-               for name, seed in (("queued-a", "1"), ("queued-b", "2")))
-    assert repo.run("git", "for-each-ref", "refs/exps/exec").stdout == ""
-    assert repo.run("git", "status", "--porcelain").stdout == ""  # the workspace was not touched
-
-
 @pytest.mark.xfail(strict=True, reason="DVC's own: the second run's clean-up removes the first one's "
                                        "refs/exps/exec/EXEC_BASELINE (README: run experiments side by side "
                                        "through the queue)")
 def test_two_workspace_experiments_at_once_leave_the_first_saved(repo):
     """Issue 34: two `dvc exp run` at once in the one workspace. DVC's lock refuses the second (fine); the first
     must still run with its own params, be saved and leave no exec ref. Known not handled (the README's
-    workaround is the queue, tested above): the first fails after its stages ran, unsaved."""
+    workaround is the queue, tested above with two strategies): the first fails after its stages ran, unsaved."""
     import time
 
     repo.commit("before two experiments at once")

@@ -159,7 +159,7 @@ def cases() -> list[Case]:
         Case(g, "infra.overlay --write while dvc exp run holds the workspace: refused, params.yaml untouched", C,
              no_overlay_while_an_experiment_runs),
         Case(g, "two experiments side by side through the queue (the README's way): both saved, no exec ref left",
-             C, test="tests/test_dvc_pipeline.py::test_experiments_side_by_side_go_through_the_queue"),
+             C, test="tests/test_dvc_pipeline.py::test_two_strategies_side_by_side_through_the_queue_then_compare"),
         Case(g, "two dvc exp run at once in one workspace: the first is saved, no exec ref left", C,
              test="tests/test_dvc_pipeline.py::test_two_workspace_experiments_at_once_leave_the_first_saved"),
     ]
