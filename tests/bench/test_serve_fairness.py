@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import http.server
+import threading
 import time
 
 from bench import serve_fairness as bench
@@ -27,3 +29,35 @@ def test_the_record_holds_the_run_facts_and_every_sample(tmp_path):
 def test_the_large_call_has_the_requested_size():
     big = bench.large_call(3, 500)
     assert [len(r["context"]) for r in big] == [500, 500, 500] and len({r["id"] for r in big}) == 3
+
+
+class Answering(http.server.BaseHTTPRequestHandler):
+    """Answers every POST at once (a server with nothing else to do)."""
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_small_calls_are_sent_at_most_one_per_small_every_seconds():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answering)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        paced = bench.small_latencies(url, 4, 30, since=time.perf_counter(), every=0.2)
+        back_to_back = bench.small_latencies(url, 4, 30, every=0.0)
+        done = threading.Event()
+        done.set()  # a large call already answered: no small call is sent
+        assert bench.small_latencies(url, 4, 30, until=done, every=0.2) == []
+    finally:
+        server.shutdown()
+    sent = [at for at, _ in paced]
+    assert len(paced) == 4 and all(b - a >= 0.19 for a, b in zip(sent, sent[1:]))
+    assert back_to_back[-1][0] - back_to_back[0][0] < 0.2 * 3  # answered at once: not held back
