@@ -15,6 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from deca.io import atomic_write
 from experiments.results.runs import commit, this_machine
 
 
@@ -33,13 +34,13 @@ def begin(module: str, argv: list[str] | None = None) -> dict:
 
 
 def write(path: Path, started: dict, settings: dict, figures: dict) -> dict:
-    """Write `started` + the load now + `settings` + `figures` as JSON to `path` (its folder made); the record."""
+    """Write `started` + the load now + `settings` + `figures` as JSON to `path` (its folder made, the file
+    replaced whole or not at all); the record."""
     clash = sorted(set(figures) & {*started, "load_after", "settings"})
     if clash:
         raise ValueError(f"a bench figure may not be named {', '.join(clash)} (the record's own fields)")
     record = {**started, "load_after": load(), "settings": settings, **figures}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    text = json.dumps(record, indent=1) + "\n"
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))  # an interrupted run leaves no half record
     print(f"record: {path}", file=sys.stderr)
     return record

@@ -26,9 +26,7 @@ under `flock /tmp/bench.lock` where other measurements may run.
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
-import json
 import os
 import random
 import statistics
@@ -184,16 +182,17 @@ def file_facts(path: str) -> dict:
     return {"path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def record(args, found: dict, servers: list[dict], load: tuple, started: float, commit: str | None) -> dict:
-    """The JSON record of one bench run (experiments/results/serve_fairness.py reads it)."""
-    from experiments.results.runs import this_machine
+def settings(args) -> dict:
+    """The bench's settings, as its record holds them."""
+    return {"max_requests": args.max_requests, "max_chars": args.max_chars, "small": args.small,
+            "seconds": args.seconds, "small_every": args.small_every, "small_call": SMALL}
 
-    return {"command": "python -m bench.serve_fairness " + " ".join(sys.argv[1:]), "commit": commit,
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": this_machine(), "load_before": list(load), "load_after": list(os.getloadavg()),
-            "minutes": round((time.monotonic() - started) / 60, 1), "model": file_facts(args.checkpoint),
-            "settings": {"max_requests": args.max_requests, "max_chars": args.max_chars, "small": args.small,
-                         "seconds": args.seconds, "small_every": args.small_every, "small_call": SMALL},
+
+def figures(args, found: dict, servers: list[dict], started: float) -> dict:
+    """What one bench run found, for its record (bench/record.py adds the command, commit, machine and load;
+    experiments/results/serve_fairness.py reads it): the minutes it took, the model file, the target, the floor
+    and every server setting's samples."""
+    return {"minutes": round((time.monotonic() - started) / 60, 1), "model": file_facts(args.checkpoint),
             "target": TARGET, "floor": found, "servers": servers}
 
 
@@ -237,18 +236,16 @@ def main() -> int:
     args = ap.parse_args()
     if not Path(args.checkpoint).is_file():
         ap.error(f"--checkpoint {args.checkpoint}: no such file")
-    from experiments.results.runs import commit
+    from bench import record
 
-    started, load, head = time.monotonic(), os.getloadavg(), commit()  # the code the servers run
+    started, facts = time.monotonic(), record.begin("bench.serve_fairness")  # the code the servers run
     big = large_call(args.max_requests, args.max_chars - 10)
     found = floor(args.checkpoint, big)
     report_floor(found)
     servers = [server(name, args, big) for name in args.servers]
     report(servers)
     if args.record:
-        args.record.write_text(json.dumps(record(args, found, servers, load, started, head), indent=1) + "\n",
-                               encoding="utf-8")
-        print(f"record: {args.record}")
+        record.write(args.record, facts, settings(args), figures(args, found, servers, started))
     return 0
 
 

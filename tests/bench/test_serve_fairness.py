@@ -4,9 +4,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import http.server
+import json
 import threading
 import time
 
+from bench import record
 from bench import serve_fairness as bench
 from experiments.results import records
 
@@ -17,8 +19,12 @@ def test_the_record_holds_the_run_facts_and_every_sample(tmp_path):
     args = argparse.Namespace(checkpoint=str(model), max_requests=64, max_chars=20_000, small=40, seconds=300,
                               small_every=0.5)
     server = {"name": "budget", "idle": [0.03], "busy": [0.5, 0.7], "large_alone": 80.0, "large": 84.0}
-    found = bench.record(args, {"encode_row_s": [0.4]}, [server], (0.1, 0.2, 0.3), time.monotonic(), "abc1234")
-    assert found["commit"] == "abc1234" and found["command"].startswith("python -m bench.serve_fairness")
+    started = {**record.begin("bench.serve_fairness", ["--checkpoint", str(model)]), "load_before": [0.1, 0.2, 0.3]}
+    path = tmp_path / "records" / "serve_fairness.json"
+    found = record.write(path, started, bench.settings(args),
+                         bench.figures(args, {"encode_row_s": [0.4]}, [server], time.monotonic()))
+    assert json.loads(path.read_text(encoding="utf-8")) == found
+    assert found["command"].startswith("python -m bench.serve_fairness")
     assert all(field in found["machine"] for field in records.MACHINE_FIELDS)
     assert found["load_before"] == [0.1, 0.2, 0.3] and len(found["load_after"]) == 3
     assert found["model"] == {"path": str(model), "bytes": 7, "sha256": hashlib.sha256(b"weights").hexdigest()}
