@@ -8,8 +8,8 @@ Variants (`ModelConfig.variant`), each adding to the previous one:
   qptr  + question arm and question pointer with its switch: MQAN (`mqan` is an alias)
 
 One computation for training and decoding: `token_log_probs` (teacher forcing) and `greedy` (its loop in
-mqan/greedy.py) call the same step functions; greedy keeps the keys/values of past decoder positions and attends to C_fin
-directly (`MultiHead.attend_one`), so nothing is recomputed. The output distribution (Eq. 13) lives in mqan/mixture.py: the loss needs only
+mqan/greedy.py) call the same step functions; greedy keeps the keys/values of past decoder positions and
+attends to C_fin directly (`MultiHead.attend_one`), so nothing is recomputed. The output distribution (Eq. 13) lives in mqan/mixture.py: the loss needs only
 each target's probability, computed in log space from the three sources, and greedy decoding only the
 most probable token, so neither builds the extended-vocabulary distribution.
 Shapes: B batch, L context, M question, T answer steps, d dimension, V generative vocabulary,
@@ -43,11 +43,11 @@ from torch import nn
 from deca.config import ModelConfig
 from mqan import greedy, mixture
 from mqan.batch import Batch, Sequences
+from mqan.greedy import GreedyOutput
 from mqan.inputs import Featurizer, InputEmbedding
 from mqan.layers import (Arm, BiLSTM, Coattention, DecoderLayer, DecoderLSTM, PointerAttention,
                                positional_encodings)
 from mqan.vectors import VectorSource, open_source
-from mqan.greedy import GreedyOutput
 from mqan.vocab import INIT_ID, PAD_ID, UNK_ID, Vocab
 from mqan.vocab_log_prob import wide
 
