@@ -11,7 +11,7 @@ export RAY_AUTH_MODE := disabled
 export RAY_TRAIN_ENABLE_PREEMPTION_WATCHER := 0
 export PYTHONHASHSEED := 0
 
-.PHONY: run test install clean results
+.PHONY: run test test-fast install clean results
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 1; }
@@ -39,6 +39,10 @@ run: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile
+
+## The developer's loop: every test not marked slow (no Ray cluster, no DVC pipeline, no servers under load).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 ## Every generated page of docs/results and the README's results index, from their records
 ## (docs/results/records/, experiments/results/); the tests fail when a committed page differs.

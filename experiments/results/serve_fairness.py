@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from experiments.results import records
+from experiments.results import batch_invariance, records
 from experiments.results.render import num, table
 
 PAGE = "docs/results/serve_fairness.md"
@@ -142,4 +142,4 @@ def values(record: dict | None = None, back_to_back: dict | None = None) -> dict
             "floor": floor_text(record["floor"]), "servers_table": servers_table(record),
             "verdict": verdict(record), "budget_p99": p99_of("budget"), "ray_p99": p99_of("ray"),
             "unbudgeted_p99": p99_of("unbudgeted"), "back_to_back": back_to_back_text(back_to_back),
-            "alone_spread": alone_spread(record, back_to_back)}
+            "alone_spread": alone_spread(record, back_to_back), "batch_dependence": batch_invariance.section()}
