@@ -43,6 +43,7 @@ import pandas as pd
 
 from deca.errors import ConfigError, DataError, DecaError
 from deca.io import file_sha256
+from infer.limits import InputLimits
 
 NAME = "model"  # the model's name in its run: runs:/<run id>/model
 ENTRY = Path(__file__).with_name("mlflow_entry.py")
@@ -88,10 +89,15 @@ class DecaModel(mlflow.pyfunc.PythonModel):
         return pd.DataFrame([a.to_json(r["id"]) for r, a in zip(rows, answers)], columns=["id", "answer", "tokens"])
 
 
+class ModelLimits(InputLimits):
+    """The logged model's limits: `deca predict`'s defaults, which no option of `mlflow models serve` raises."""
+
+    RAISE = ""
+
+
 def checked_input(model_input, params: Mapping[str, Any]) -> tuple[list[dict], int | None, int]:
     """(requests, max_answer_length, batch_size) of one predict call, checked as `deca predict` checks them; the
     first bad one is a BadModelInput: its one line names the field, and `mlflow models serve` answers 400."""
-    from infer.limits import InputLimits
     from infer.mlflow_errors import FIX, BadModelInput, one_line
     from infer.predict import check_answer_length, read_requests
 
@@ -100,7 +106,7 @@ def checked_input(model_input, params: Mapping[str, Any]) -> tuple[list[dict], i
         batch_size = params.get("batch_size")
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"params batch_size must be at least 1 (requests decoded together), got {batch_size}")
-        asked = read_requests(request_lines(model_input), "model input", InputLimits(), FIX)
+        asked = read_requests(request_lines(model_input), "model input", ModelLimits(), FIX)
         return asked, max_len, batch_size or 64
     except (ConfigError, DataError) as exc:
         raise BadModelInput(one_line(exc)) from exc

@@ -284,7 +284,7 @@ REFUSED = [
     (records({"context": "Fine.", "question": ASK}, {"context": "Dull."}),
      f"model input:2: question: this field is required; fix: {MODEL_FIX}"),
     (records({"context": "a" * 20_001, "question": ASK}),
-     "model input:1: context: at most 20,000 characters, got 20,001; shorten it (or raise --max-chars)"),
+     "model input:1: context: at most 20,000 characters, got 20,001; shorten it"),  # no --max-chars there
     (records({"context": "Fine.", "question": ASK}, max_answer_length=0),
      "params max_answer_length must be at least 1 (decoding steps), got 0"),
     (records({"context": "Fine.", "question": ASK}, batch_size=-1),
@@ -303,6 +303,8 @@ def test_bad_requests_and_params_are_refused_in_one_line_before_the_model_runs()
         (pd.DataFrame([good, {"context": None, "question": ASK}]), {},
          f"model input:2: context: this field is required; fix: {MODEL_FIX}"),
         ([good, {**good, "id": "1"}], {}, "model input:2: id '1' given twice; fix: give every request its own id"),
+        ([{**good, "context": "a" * 20_001}], {},
+         "model input:1: context: at most 20,000 characters, got 20,001; shorten it"),  # no --max-chars to raise
         ([good], {"batch_size": 0}, "params batch_size must be at least 1 (requests decoded together), got 0"),
         ([good], {"max_answer_length": -2}, "params max_answer_length must be at least 1 (decoding steps), got -2"),
     ]:
