@@ -4,7 +4,8 @@ A tiny MQAN trained on the miniature SST and WOZ data (tests/infer/serve/conftes
 model of run folders laid out as `deca train` writes them, each with a real MLflow run in a local sqlite
 store (train.tracking.start_run). Logged with `deca register`, it is loaded back with
 `mlflow.pyfunc.load_model` and served by `mlflow models serve` (a real process on loopback), and both
-must answer what `deca predict` answers; two runs registered under one name make versions 1 and 2 and an
+must answer what `deca predict` answers (the numbers within tests/infer/answers.TOL); the server answers bad
+requests, a body nested 100,000 deep included, with a 400 whose message is the project's one line; two runs registered under one name make versions 1 and 2 and an
 alias moves between them; a model whose word vectors are missing on the loading machine is refused.
 """
 from __future__ import annotations
