@@ -27,6 +27,7 @@ class InputLimits:
     max_context_chars: int = MAX_CONTEXT_CHARS
     max_question_chars: int = MAX_CONTEXT_CHARS // 10
     max_id_chars: int = 200
+    RAISE = " (or raise --max-chars)"  # how the user can raise the limit, after "shorten it" (not a field)
 
     @classmethod
     def from_chars(cls, max_chars: int) -> "InputLimits":
@@ -46,8 +47,7 @@ class InputLimits:
             elif lone_surrogate(value):
                 found.append((field, f"{lone_surrogate(value)}; {SURROGATE_FIX}"))
             elif len(value) > limit:
-                found.append((field, f"at most {limit:,} characters, got {len(value):,}; shorten it "
-                                     "(or raise --max-chars)"))
+                found.append((field, f"at most {limit:,} characters, got {len(value):,}; shorten it{self.RAISE}"))
         rid = request.get("id")
         if rid is not None and (isinstance(rid, bool) or not isinstance(rid, (str, int))):
             found.append(("id", f"must be a string or an integer, not {type(rid).__name__}"))

@@ -19,10 +19,13 @@ holds:
 `deca predict --input` file are (infer.predict.read_requests: the same limits; a request without id
 gets its 1-based row number), prepared with request_row / lowercase_of and decoded by mqan.decode
 (explain=True, batches of `batch_size`, 64 as `deca predict`): the objects `deca predict` writes, as rows.
+A bad request or param is a BadModelInput (infer/mlflow_errors.py): one line naming the field, and under
+`mlflow models serve` a 400 with that line as its message.
 Load-time options (``mlflow.pyfunc.load_model(uri, model_config={...})``, or for `mlflow models serve`
 $MLFLOW_PYFUNC_INFERENCE_CONFIG as JSON): ``device`` (auto, cpu, cuda[:N]) and ``word_vectors`` /
 ``char_vectors`` (where a file source is on this machine, when not at its recorded path).
-The model is logged "from code": infer/mlflow_entry.py is the file MLflow runs to build it.
+The model is logged "from code": infer/mlflow_entry.py is the file MLflow runs to build it, so loading a
+model runs the code stored with it (README: which registries to trust).
 """
 from __future__ import annotations
 
@@ -38,8 +41,9 @@ from typing import Any, Mapping
 import mlflow
 import pandas as pd
 
-from deca.errors import DataError, DecaError
+from deca.errors import ConfigError, DataError, DecaError
 from deca.io import file_sha256
+from infer.limits import InputLimits
 
 NAME = "model"  # the model's name in its run: runs:/<run id>/model
 ENTRY = Path(__file__).with_name("mlflow_entry.py")
@@ -61,11 +65,13 @@ class DecaModel(mlflow.pyfunc.PythonModel):
 
     def load_context(self, context) -> None:
         """Load the checkpoint of the model's artifacts with its vectors, on model_config's device."""
+        from infer.mlflow_errors import refuse_deep_json
         from infer.predict import lowercase_of, pick_device
         from mqan.allocator import keep_large_blocks
 
         config = dict(context.model_config or {})
         keep_large_blocks()
+        refuse_deep_json()  # under `mlflow models serve`: a body too deep to parse is a 400, not a 500
         self.device = pick_device(str(config.get("device", "auto")), "model_config device")
         refs = json.loads(Path(context.artifacts["vectors"]).read_text(encoding="utf-8"))
         self.model, self.vocab, extra = load_logged(Path(context.artifacts["checkpoint"]), refs, self.device,
@@ -74,17 +80,36 @@ class DecaModel(mlflow.pyfunc.PythonModel):
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
         """One row per request: id, answer, tokens ([{token, source, weights, probability}]), as `deca predict`."""
-        from infer.limits import InputLimits
-        from infer.predict import check_answer_length, read_requests, request_row
+        from infer.predict import request_row
         from mqan.decode import decode
 
-        params = params or {}
-        max_len = check_answer_length(params.get("max_answer_length"), "params max_answer_length")
-        batch_size = int(params.get("batch_size") or 64)
-        asked = read_requests(request_lines(model_input), "model input", InputLimits())
+        asked, max_len, batch_size = checked_input(model_input, params or {})
         rows = [request_row(r["context"], r["question"], r["id"], self.lowercase) for r in asked]
         answers = decode(self.model, self.vocab, rows, batch_size, max_len, self.device, explain=True)
         return pd.DataFrame([a.to_json(r["id"]) for r, a in zip(rows, answers)], columns=["id", "answer", "tokens"])
+
+
+class ModelLimits(InputLimits):
+    """The logged model's limits: `deca predict`'s defaults, which no option of `mlflow models serve` raises."""
+
+    RAISE = ""
+
+
+def checked_input(model_input, params: Mapping[str, Any]) -> tuple[list[dict], int | None, int]:
+    """(requests, max_answer_length, batch_size) of one predict call, checked as `deca predict` checks them; the
+    first bad one is a BadModelInput: its one line names the field, and `mlflow models serve` answers 400."""
+    from infer.mlflow_errors import FIX, BadModelInput, one_line
+    from infer.predict import check_answer_length, read_requests
+
+    try:
+        max_len = check_answer_length(params.get("max_answer_length"), "params max_answer_length")
+        batch_size = params.get("batch_size")
+        if batch_size is not None and batch_size < 1:
+            raise ConfigError(f"params batch_size must be at least 1 (requests decoded together), got {batch_size}")
+        asked = read_requests(request_lines(model_input), "model input", ModelLimits(), FIX)
+        return asked, max_len, batch_size or 64
+    except (ConfigError, DataError) as exc:
+        raise BadModelInput(one_line(exc)) from exc
 
 
 def request_lines(model_input) -> list[str]:

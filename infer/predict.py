@@ -58,32 +58,33 @@ def request_row(context: str, question: str, request_id: str = "0", lowercase: b
             "question_tokens": prepare_text(question, lowercase)[1], "answer_tokens": []}
 
 
-def read_requests(lines: Iterable[str], name: str, limits: InputLimits = InputLimits()) -> list[dict]:
+def read_requests(lines: Iterable[str], name: str, limits: InputLimits = InputLimits(), fix: str = FIX) -> list[dict]:
     """The requests ({"id", "context", "question"}) of JSON lines, each within `limits`; a DataError names the
-    line, the field and the fix of the first bad one. `request_row` makes each a row once the model (and so its
-    text preparation) is known. A request without an id (or with "id": null) is named by its line number."""
+    line, the field and the fix (`fix` where a request is malformed) of the first bad one. `request_row` makes
+    each a row once the model (and so its text preparation) is known. A request without an id (or with
+    "id": null) is named by its line number."""
     rows, seen = [], set()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        record = json_line(line, name, lineno, FIX)
+        record = json_line(line, name, lineno, fix)
         if not isinstance(record, dict):
-            raise DataError(name, "not a JSON object", line=lineno, fix=FIX)
-        rows.append(checked_request(record, lineno, name, limits))
+            raise DataError(name, "not a JSON object", line=lineno, fix=fix)
+        rows.append(checked_request(record, lineno, name, limits, fix))
         if rows[-1]["id"] in seen:
             raise DataError(name, f"id {rows[-1]['id']!r} given twice", line=lineno, fix="give every request its own id")
         seen.add(rows[-1]["id"])
     if not rows:
-        raise DataError(name, "no requests in it", fix=FIX)
+        raise DataError(name, "no requests in it", fix=fix)
     return rows
 
 
-def checked_request(record: dict, lineno: int, name: str, limits: InputLimits) -> dict:
+def checked_request(record: dict, lineno: int, name: str, limits: InputLimits, fix: str = FIX) -> dict:
     """{"id", "context", "question"} of one request, or a DataError naming the line and the field."""
     problems = limits.problems(record)
     if problems:
         field, message = problems[0]
-        raise DataError(name, f"{field}: {message}", line=lineno, fix=FIX if "required" in message else None)
+        raise DataError(name, f"{field}: {message}", line=lineno, fix=fix if "required" in message else None)
     rid = record.get("id")
     return {"id": str(lineno) if rid is None else str(rid), "context": record["context"],
             "question": record["question"]}

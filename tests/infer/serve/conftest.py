@@ -25,6 +25,7 @@ from mqan.checkpoint import save_checkpoint
 from infer.serve.app import LocalBackend, bind, create_app
 from infer.serve.engine import Predictor
 from infer.serve.schema import Limits
+from tests.infer.answers import assert_same_answers  # noqa: F401  (the serve tests import it from here)
 
 TASKS = ["sst", "woz.en"]
 STEPS = 100
@@ -118,15 +119,3 @@ def chromium() -> str:
             pytest.skip("chromium is not installed and `apt-get install -y chromium` failed: "
                         + (done.stderr or done.stdout)[-500:])
     return shutil.which("chromium") or chromium_path()
-
-
-def assert_same_answers(got: list[dict], expected: list[dict], tol: float = 1e-5) -> None:
-    """Same ids, answers, tokens and sources; weights and probabilities equal up to `tol`: a row batched with
-    other rows (other padding), or in another process (a Ray replica has one thread), is summed in another
-    order, and the last of the 6 rounded digits may differ."""
-    assert [(a["id"], a["answer"], [(s["token"], s["source"]) for s in a["tokens"]]) for a in got] == \
-        [(a["id"], a["answer"], [(s["token"], s["source"]) for s in a["tokens"]]) for a in expected]
-    for a, b in zip(got, expected):
-        for s, t in zip(a["tokens"], b["tokens"]):
-            assert s["probability"] == pytest.approx(t["probability"], abs=tol)
-            assert s["weights"] == pytest.approx(t["weights"], abs=tol)
