@@ -40,4 +40,4 @@ def section(record: dict | None = None) -> str:
               f"{largest(record, 'probability'):.1e} and a source weight by at most {largest(record, 'weights'):.1e}. "
               "`deca predict` and `deca serve` round both to 6 digits, so the last digit of a number can differ "
               "between a row asked alone and the same row asked beside others (or on another CPU); the tests "
-              "compare answers and tokens exactly and these numbers within 1e-5.")
+              "compare answers and tokens exactly and these numbers within a stated tolerance (tests/infer/answers.py).")

@@ -36,7 +36,7 @@ def test_one_request_is_answered_as_deca_predict_answers(server, checkpoint, tmp
     status, answer, headers = http(f"{url}/predict", ask)
     assert status == 200 and float(headers["X-Elapsed-Ms"]) > 0
     (expected,) = deca_predict(checkpoint, [{"id": "0", **ask}], tmp_path, capsys)
-    assert answer == expected  # same text preparation, decoding, sources, weights and probabilities
+    assert_same_answers([answer], [expected])  # the same answer; its numbers up to the model thread's last digits
     assert answer["tokens"] and answer["answer"] in ("positive", "negative")
     check_weights(answer)
 
