@@ -39,6 +39,7 @@ from pathlib import Path
 
 from deca.checks import params_from_args
 from deca.config import add_params_arguments
+from eval.stats import MAX_REPLICATES, MIN_REPLICATES
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pr.add_argument("--expect", choices=("higher", "lower"), default="higher",
                     help="the direction of b - a the claim under test predicts (default: %(default)s)")
     pr.add_argument("--replicates", type=int, default=1000, metavar="N",
-                    help="bootstrap resamples (default: %(default)s)")
+                    help=f"bootstrap resamples, {MIN_REPLICATES} to {MAX_REPLICATES:,} (default: %(default)s)")
     pr.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: %(default)s)")
     pr.add_argument("--contamination", metavar="DIR",
                     help="the output of `deca contamination`: also b - a without the examples it flags (default: "
@@ -144,11 +145,11 @@ def run_paired(args: argparse.Namespace) -> int:
     """`deca compare --runs-a ... --runs-b ...`: the paired table (or JSON), and the --out files."""
     from deca.errors import ConfigError
     from eval import paired
+    from eval.stats import check_replicates
 
     if not (args.runs_a and args.runs_b):
         raise ConfigError("a paired comparison needs both --runs-a and --runs-b (predictions directories)")
-    if args.replicates < 100:
-        raise ConfigError(f"--replicates must be at least 100 for a 95% interval, got {args.replicates}")
+    check_replicates(args.replicates, "--replicates")
     params = params_from_args(args)  # the defaults when the file is missing
     source, flagged = contamination_of(args.contamination, params.data.contamination_dir)
     result = paired.paired(args.runs_a, args.runs_b, expect=args.expect, replicates=args.replicates, seed=args.seed,
