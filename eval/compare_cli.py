@@ -23,9 +23,11 @@ prints per task and for the decaScore: each side's value with its 95% interval, 
 95% interval and p-value, McNemar's p-value (exact-match tasks, one run a side), the task's chance/majority
 baseline from the gold answers, and the verdict (eval/verdict.py): reproduced / opposite (the interval of b - a
 excludes 0 on the --expect side / the other), inconclusive (it covers 0), not tested (a side's interval reaches
-the baseline). Where `deca contamination` has run (--contamination DIR, default data.contamination_dir; 'none'
-to skip), also b - a on the clean subset, without the examples of the --split (default evaluate.split) it
-flags, and how many it flags per task.
+the baseline). A task not in every run of both sides is not compared, and named under the table; a sum over
+fewer than the ten decaNLP tasks is a "partial decaScore (k of 10 tasks)". --replicates is bounded by
+eval/stats.py (enough resamples for a 95% interval, no more than memory allows). Where `deca contamination`
+has run (--contamination DIR, default data.contamination_dir; 'none' to skip), also b - a on the clean subset,
+without the examples of the --split (default evaluate.split) it flags, and how many it flags per task.
 
 MLflow rows read <split>/<task>/<metric>: the values `deca evaluate` logged at the iteration it scored
 (tag evaluated.<split>), else the latest validation round of training. --out PREFIX writes PREFIX.md,

@@ -7,7 +7,9 @@ both sides have, and for the decaScore: b minus a with its paired-bootstrap 95% 
 (eval.stats), McNemar's p-value for exact-match tasks with one run a side, each side's interval, the
 task's chance/majority baseline computed from the gold answers (eval.verdict.baseline), and the verdict
 (eval.verdict) against the expected direction. Given the output of `deca contamination`, also b minus a
-on the clean subset: without the evaluation examples it flags as overlapping training data.
+on the clean subset: without the evaluation examples it flags as overlapping training data. The tasks not in
+every run of both sides are named (``dropped``), and a sum over fewer than the ten decaNLP tasks is called a
+partial decaScore with its task count (`decascore_name`).
 """
 from __future__ import annotations
 
