@@ -112,10 +112,11 @@ def leaves(obj: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
             yield f"{prefix}{f.name}", value
 
 
-COMMANDS = ("prepare", "train", "evaluate")
+COMMANDS = ("prepare", "train", "evaluate", "register")
 # The task selectors each command resolves before it starts.
 TASK_LISTS = {"prepare": ("data.tasks", "prepare.vocab_tasks"), "train": ("train.tasks",),
               "evaluate": ("evaluate.tasks",)}
+REGISTER_KEYS = ("register.accept", "register.replicates", "register.margins")
 SCHEDULE_KEYS = ("train.strategy", "train.tasks", "train.phases", "train.phase_iterations", "train.iterations",
                  "train.batches_per_task")
 
@@ -190,12 +191,16 @@ def task_problems(params: Any, commands: Iterable[str]) -> list[Problem]:
 
 
 def layer_problems(params: Any, commands: Iterable[str], *, schedule: Callable | None = None,
-                   metrics: Callable | None = None, vectors: Callable | None = None) -> list[Problem]:
+                   metrics: Callable | None = None, vectors: Callable | None = None,
+                   gate: Callable | None = None) -> list[Problem]:
     """The checks that run another layer's code, given as arguments: `schedule(train_config, tasks)` (the
     strategy and its phases against the budget, train.schedule.from_config), `metrics(tasks)` (each task's
-    headline metric is registered, eval.api.check_metrics), `vectors(source)` (a vector source is there).
+    headline metric is registered, eval.api.check_metrics), `vectors(source)` (a vector source is there),
+    `gate(register_config)` (the promotion gate's rule, resamples and margins, eval.gate.check_config).
     Each raises a DecaError; a task list that does not resolve is left to task_problems."""
     problems = []
+    if "register" in commands and gate:
+        problems += _raised(gate, (params.register,), "register", REGISTER_KEYS)
     for command, key in (("train", "train.tasks"), ("evaluate", "evaluate.tasks")):
         if command not in commands:
             continue
@@ -232,7 +237,7 @@ def check_params(params: Any, origin: Mapping[str, str] | None = None, commands:
     """The one check of params: every problem a command would refuse before it starts, at once.
 
     Always: the value rules (RULES, and the allowed values of `choices`: key -> the list kept by the layer
-    that acts on it) and the custom tasks; then for each of `commands` (prepare, train, evaluate) its task
+    that acts on it) and the custom tasks; then for each of `commands` (prepare, train, evaluate, register) its task
     selectors and options, and the checks of other layers passed as `layers` (see layer_problems). `deca
     validate` passes every command and layer; each command its own, before it starts. Raises a ParamsError
     (a ConfigError) naming where each bad value came from: `origin` (dotted key -> ``params.yaml:12``,

@@ -192,7 +192,10 @@ class RegisterConfig:
     # non-inferiority margins in points of a task's headline: the 95% lower bound of candidate - holder must
     # not fall below -margin; "default" for the tasks not named
     margins: dict[str, float] = field(default_factory=lambda: {"default": 1.0})
-    replicates: int = 1000  # paired-bootstrap resamples (eval.stats)
+    # eval/gate.py's RULES: superior (a decaScore gain, a tie never promotes) | non_inferior (no task's loss
+    # beyond its margin: a tie promotes)
+    accept: str = "superior"
+    replicates: int = 1000  # paired-bootstrap resamples, eval/stats.py's MIN_REPLICATES..MAX_REPLICATES
     seed: int = 0
 
     def __post_init__(self):

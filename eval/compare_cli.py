@@ -23,9 +23,11 @@ prints per task and for the decaScore: each side's value with its 95% interval, 
 95% interval and p-value, McNemar's p-value (exact-match tasks, one run a side), the task's chance/majority
 baseline from the gold answers, and the verdict (eval/verdict.py): reproduced / opposite (the interval of b - a
 excludes 0 on the --expect side / the other), inconclusive (it covers 0), not tested (a side's interval reaches
-the baseline). Where `deca contamination` has run (--contamination DIR, default data.contamination_dir; 'none'
-to skip), also b - a on the clean subset, without the examples of the --split (default evaluate.split) it
-flags, and how many it flags per task.
+the baseline). A task not in every run of both sides is not compared, and named under the table; a sum over
+fewer than the ten decaNLP tasks is a "partial decaScore (k of 10 tasks)". --replicates is bounded by
+eval/stats.py (enough resamples for a 95% interval, no more than memory allows). Where `deca contamination`
+has run (--contamination DIR, default data.contamination_dir; 'none' to skip), also b - a on the clean subset,
+without the examples of the --split (default evaluate.split) it flags, and how many it flags per task.
 
 MLflow rows read <split>/<task>/<metric>: the values `deca evaluate` logged at the iteration it scored
 (tag evaluated.<split>), else the latest validation round of training. --out PREFIX writes PREFIX.md,
@@ -39,6 +41,7 @@ from pathlib import Path
 
 from deca.checks import params_from_args
 from deca.config import add_params_arguments
+from eval.stats import MAX_REPLICATES, MIN_REPLICATES
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pr.add_argument("--expect", choices=("higher", "lower"), default="higher",
                     help="the direction of b - a the claim under test predicts (default: %(default)s)")
     pr.add_argument("--replicates", type=int, default=1000, metavar="N",
-                    help="bootstrap resamples (default: %(default)s)")
+                    help=f"bootstrap resamples, {MIN_REPLICATES} to {MAX_REPLICATES:,} (default: %(default)s)")
     pr.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: %(default)s)")
     pr.add_argument("--contamination", metavar="DIR",
                     help="the output of `deca contamination`: also b - a without the examples it flags (default: "
@@ -144,11 +147,11 @@ def run_paired(args: argparse.Namespace) -> int:
     """`deca compare --runs-a ... --runs-b ...`: the paired table (or JSON), and the --out files."""
     from deca.errors import ConfigError
     from eval import paired
+    from eval.stats import check_replicates
 
     if not (args.runs_a and args.runs_b):
         raise ConfigError("a paired comparison needs both --runs-a and --runs-b (predictions directories)")
-    if args.replicates < 100:
-        raise ConfigError(f"--replicates must be at least 100 for a 95% interval, got {args.replicates}")
+    check_replicates(args.replicates, "--replicates")
     params = params_from_args(args)  # the defaults when the file is missing
     source, flagged = contamination_of(args.contamination, params.data.contamination_dir)
     result = paired.paired(args.runs_a, args.runs_b, expect=args.expect, replicates=args.replicates, seed=args.seed,

@@ -7,7 +7,9 @@ both sides have, and for the decaScore: b minus a with its paired-bootstrap 95% 
 (eval.stats), McNemar's p-value for exact-match tasks with one run a side, each side's interval, the
 task's chance/majority baseline computed from the gold answers (eval.verdict.baseline), and the verdict
 (eval.verdict) against the expected direction. Given the output of `deca contamination`, also b minus a
-on the clean subset: without the evaluation examples it flags as overlapping training data.
+on the clean subset: without the evaluation examples it flags as overlapping training data. The tasks not in
+every run of both sides are named (``dropped``), and a sum over fewer than the ten decaNLP tasks is called a
+partial decaScore with its task count (`decascore_name`).
 """
 from __future__ import annotations
 
@@ -65,11 +67,24 @@ def read_run(directory: str | Path) -> dict[str, Examples]:
     if not directory.is_dir():
         raise DataError(directory, "predictions directory not found",
                         fix="give the evaluate.predictions_dir of a run that `deca evaluate` scored")
-    tasks = all_tasks()
-    found = {p.stem: read_task(p) for p in sorted(directory.glob("*.jsonl")) if p.stem in tasks}
+    found = {task: read_task(directory / f"{task}.jsonl") for task in sorted(tasks_of(directory))}
     if not found:
         raise DataError(directory, "no <task>.jsonl of a registered task in it", fix=FIX)
     return found
+
+
+def tasks_of(directory: str | Path) -> set[str]:
+    """The registered tasks a predictions directory has a ``<task>.jsonl`` of (the files are not read)."""
+    tasks = all_tasks()
+    return {p.stem for p in Path(directory).glob("*.jsonl") if p.stem in tasks}
+
+
+def dropped(a_dirs: Sequence[str | Path], b_dirs: Sequence[str | Path], compared: Sequence[str]
+            ) -> dict[str, list[str]]:
+    """{task: the sides ("a", "b") with a run that lacks it} for each task a run has that is not `compared`."""
+    has = {side: [tasks_of(d) for d in dirs] for side, dirs in (("a", a_dirs), ("b", b_dirs))}
+    seen = set().union(*has["a"], *has["b"]) - set(compared)
+    return {t: [side for side, runs in has.items() if any(t not in r for r in runs)] for t in sorted(seen)}
 
 
 def group(directories: Sequence[str | Path], orders: Mapping[str, Sequence[str]] | None = None
@@ -114,8 +129,10 @@ def paired(a_dirs: Sequence[str | Path], b_dirs: Sequence[str | Path], expect: s
     for key, diff in found.items():
         floor = baseline(key, examples[key].answers, examples[key].questions) if key in examples else None
         rows[key] = _row(diff, floor, sign)
+    summed = [t for t in shared if t in DECANLP]
     result = {"a": [str(d) for d in a_dirs], "b": [str(d) for d in b_dirs], "expect": expect,
-              "replicates": replicates, "seed": seed, "rows": rows}
+              "replicates": replicates, "seed": seed, "rows": rows, "dropped": dropped(a_dirs, b_dirs, shared),
+              "decascore": {"tasks": summed, "partial": len(summed) < len(DECANLP)} if summed else None}
     if flagged is not None:
         result["clean"] = {"source": str(source), "split": split,
                            **clean_rows({t: a[t] for t in shared}, {t: b[t] for t in shared}, examples, flagged,
@@ -165,7 +182,7 @@ def text(result: Mapping) -> str:
         head += ["clean b - a [95%]", "clean p", "flagged"]
     body = []
     for key, r in result["rows"].items():
-        name = "decaScore" if key == "decascore" else TASK_LABELS.get(key, key)
+        name = decascore_name(result["decascore"]) if key == "decascore" else TASK_LABELS.get(key, key)
         cells = [name, _show(r["a"]), _show(r["b"]), _show(r["diff"], signed=True), f"{r['p']:.3g}",
                  "-" if r["mcnemar"] is None else f"{r['mcnemar']:.3g}",
                  "-" if r["baseline"] is None else f"{r['baseline']:.1f}", r["verdict"]]
@@ -184,7 +201,27 @@ def text(result: Mapping) -> str:
               "inconclusive = it covers 0; not tested = a side's interval reaches its task's baseline"]
     if clean:
         legend.append(f"clean: without the {clean['split']} examples `deca contamination` flags ({clean['source']})")
-    return "\n".join([title, fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body), *legend])
+    return "\n".join([title, fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body), *legend, *notes(result)])
+
+
+def decascore_name(decascore: Mapping | None) -> str:
+    """"decaScore" for the sum over the ten decaNLP tasks, else "partial decaScore (k of 10 tasks)"."""
+    if decascore and decascore["partial"]:
+        return f"partial decaScore ({len(decascore['tasks'])} of {len(DECANLP)} tasks)"
+    return "decaScore"
+
+
+def notes(result: Mapping) -> list[str]:
+    """The lines under the table: which tasks a partial decaScore sums, and the tasks not compared."""
+    out = []
+    score = result.get("decascore")
+    if score and score["partial"]:
+        out.append(f"{decascore_name(score)}: the sum over {', '.join(score['tasks'])} only, not a decaScore")
+    missing = [f"{TASK_LABELS.get(t, t)} ({t}: missing from a run of {' and '.join(sides)})"
+               for t, sides in result.get("dropped", {}).items()]
+    if missing:
+        out.append(f"not compared, not in every run of both sides: {'; '.join(missing)}")
+    return out
 
 
 def _show(i: Mapping, signed: bool = False) -> str:

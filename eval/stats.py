@@ -18,16 +18,38 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from deca.errors import ConfigError
 from deca.registry import DECANLP
 from eval.examples import metric_from_sums
 
 LEVEL = 0.95
 REPLICATES = 1000
 CHUNK_ELEMENTS = 2_000_000  # resample counts held at once (replicates x examples)
+# The bounds of a number of resamples (`check_replicates`: --replicates of `deca compare`, register.replicates).
+# Below: a percentile interval's end is an order statistic, so each 2.5% tail needs a few resamples (5 at 200);
+# with one resample the "interval" is that resample and need not contain the estimate.
+MIN_REPLICATES = 200
+# Above: memory. The resample matrix is chunked (CHUNK_ELEMENTS), but `compare` holds float64 vectors of one value
+# per resample: each side's run counts (a column per run), the decaScore's running totals, a task's replicates,
+# their difference and the sorted copy a percentile takes; about 16 of them with a few runs a side (measured:
+# ~65 bytes a resample with one run a side, ~100 with three; 100,000,000 resamples reached 3 GB in 14 s). 128 MiB
+# of them allow a million, past where more resamples move an interval's ends by a visible digit.
+REPLICATE_BYTES = 8 * 16
+REPLICATE_MEMORY = 128 * 2**20
+MAX_REPLICATES = REPLICATE_MEMORY // REPLICATE_BYTES
 # Student's t, 0.975 quantile, 1..30 degrees of freedom (95% two-sided); the normal's 1.96 beyond.
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
         2.045, 2.042)
+
+
+def check_replicates(value: int, key: str) -> None:
+    """ConfigError naming `key` (an option like --replicates, or a params key) unless `value` is within
+    MIN_REPLICATES..MAX_REPLICATES."""
+    if not MIN_REPLICATES <= value <= MAX_REPLICATES:
+        given = f"{key} {value}" if key.startswith("--") else f"{key} = {value}"
+        raise ConfigError(f"{given}: must be between {MIN_REPLICATES} (enough resamples for the ends of a 95% "
+                          f"interval) and {MAX_REPLICATES:,} (what the resamples may take in memory)")
 
 
 @dataclass(frozen=True)

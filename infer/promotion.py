@@ -2,9 +2,10 @@
 
 `gated_promote` compares the candidate with the version the alias points at now, both evaluated by
 `deca evaluate` on the same validation examples (their predictions directories), with the rule of
-eval/gate.py (paired 95% lower bound of the decaScore difference above 0, no task below its non-inferiority
-margin). The evidence is logged on the candidate version whatever the decision: tags ``gate.<alias>.*``
-(decision, holder version, rule, the decaScore and each task's difference with its interval, the reasons)
+eval/gate.py that register.accept names (superior, the default: paired 95% lower bound of the decaScore
+difference above 0, no task below its non-inferiority margin; non_inferior: no task below its margin). The
+evidence is logged on the candidate version whatever the decision: tags ``gate.<alias>.*`` (decision,
+holder version, accept and its rule, the decaScore and each task's difference with its interval, the reasons)
 and the whole comparison as ``gate/<alias>-v<candidate>-vs-v<holder>.json`` in the candidate's MLflow run.
 A refusal raises `PromotionRefused`: one line naming the task (or the decaScore) and its interval.
 An alias that points at no version yet moves without a comparison (there is nothing to compare with).
@@ -18,7 +19,7 @@ from typing import Sequence
 
 from deca.config import RegisterConfig
 from deca.errors import ConfigError, DataError, DecaError
-from eval.gate import RULE, evidence, refusal
+from eval.gate import evidence, refusal
 from infer.evaluate import MODEL_FILE
 from infer.mlflow_model import CHECKPOINT_TAG
 from infer.model_uri import model_version, registry_uri, tracking
@@ -55,7 +56,7 @@ def gated_promote(name: str, version: str, alias: str, candidate: Sequence[str |
                               f"models:/{name}/N` of each on the same validation examples")
         check_made_by(client, mv, candidate)
         check_made_by(client, model_version(client, name, version=before), holder)
-        found = evidence(candidate, holder, config.margins, config.replicates, config.seed)
+        found = evidence(candidate, holder, config.margins, config.replicates, config.seed, config.accept)
         found.update({"name": name, "alias": alias, "candidate_version": str(version), "holder_version": before})
         log_evidence(client, mv, alias, found)
         if not found["accepted"]:
@@ -94,7 +95,7 @@ def log_evidence(client, mv, alias: str, found: dict) -> None:
     """The evidence on the candidate version (tags) and in its run (the full JSON)."""
     prefix = f"gate.{alias}."
     tags = {"decision": "accepted" if found["accepted"] else "refused", "holder_version": found["holder_version"],
-            "rule": RULE, "reasons": "; ".join(found["reasons"]) or "none",
+            "accept": found["accept"], "rule": found["rule"], "reasons": "; ".join(found["reasons"]) or "none",
             "candidate_predictions": ",".join(found["candidate"]), "holder_predictions": ",".join(found["holder"])}
     for key, row in found["rows"].items():
         margin = f", margin {row['margin']:g}" if "margin" in row else ""

@@ -20,8 +20,9 @@ logs it at the end of every finished run (registered when train.register_model i
 Gated promotion (infer/promotion.py, eval/gate.py): with --candidate-predictions and
 --holder-predictions (`deca evaluate` of the new version and of the alias's current one, on the same
 validation examples), or for an alias listed in register.gated, the alias moves only if the paired 95% lower
-bound of the decaScore gain is above 0 and no task's lower bound is below minus its margin
-(register.margins); the evidence is logged on the version, a refusal is one line naming the task.
+bound of the decaScore gain is above 0 (a tie never moves it) and no task's lower bound is below minus its
+margin (register.margins); with register.accept: non_inferior, only the margins are tested. The evidence is
+logged on the version, a refusal is one line naming the task.
 """
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    params = params_from_args(args)
+    from eval.gate import check_config
+
+    params = params_from_args(args, commands=["register"], gate=check_config)
     name = args.name or params.train.register_model
     if args.list or args.version:
         if args.run:
@@ -101,15 +104,21 @@ def promote(name: str, version: str, aliases: list[str], config, candidate: list
             done = gated_promote(name, version, alias, candidate, holder, config)
             before = done.before
             if done.evidence:
-                score = done.evidence["rows"].get("decascore", {}).get("diff")
-                print(f"gate: accepted (decaScore gain {score['value']:+.2f} [95% {score['low']:+.2f}, "
-                      f"{score['high']:+.2f}]); evidence logged on {name} version {version}" if score else
-                      f"gate: accepted; evidence logged on {name} version {version}")
+                print(accepted(done.evidence, name, version))
         else:
             before = set_alias(name, version, alias)
         was = f" (was version {before})" if before and before != version else ""
         print(f"alias {alias} -> {name} version {version}{was}: models:/{name}@{alias}")
     return 0
+
+
+def accepted(evidence: dict, name: str, version: str) -> str:
+    """The line of a promotion the gate accepted: how (superior, non-inferior) and the decaScore difference."""
+    how, change = ("", "gain") if evidence["accept"] == "superior" else (" as non-inferior", "change")
+    score = evidence["rows"].get("decascore", {}).get("diff")
+    shown = f" (decaScore {change} {score['value']:+.2f} [95% {score['low']:+.2f}, {score['high']:+.2f}])" \
+        if score else ""
+    return f"gate: accepted{how}{shown}; evidence logged on {name} version {version}"
 
 
 def show(name: str) -> int:

@@ -47,13 +47,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def layers() -> dict[str, Any]:
-    """The checks of other layers that `deca train` and `deca evaluate` run (deca.checks.layer_problems), and
-    the allowed values of the keys whose lists those layers keep (`choices`: train.choices.allowed_values)."""
+    """The checks of other layers that `deca train`, `deca evaluate` and `deca register` run
+    (deca.checks.layer_problems), and the allowed values of the keys whose lists those layers keep (`choices`:
+    train.choices.allowed_values)."""
     from eval.api import check_metrics
+    from eval.gate import check_config
     from train.choices import allowed_values
     from train.schedule import from_config
 
-    return {"schedule": from_config, "metrics": check_metrics, "vectors": find_vectors, "choices": allowed_values()}
+    return {"schedule": from_config, "metrics": check_metrics, "vectors": find_vectors, "gate": check_config,
+            "choices": allowed_values()}
 
 
 def find_vectors(source: str) -> None:

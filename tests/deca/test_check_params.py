@@ -89,6 +89,20 @@ def test_other_layers_checks_are_passed_in_and_keyed_by_what_they_name():
     assert "model.word_vectors = 'glove-6b-50d': not there" in str(err)
 
 
+def test_the_gate_layer_checks_register_for_deca_register_and_validate(tmp_path):
+    """Issue 42: a bad register.replicates is one line naming its key and line, not a traceback in the gate."""
+    def gate(register):
+        raise ConfigError(f"register.replicates = {register.replicates}: must be between 200 and 1,048,576")
+
+    path = tmp_path / "params.yaml"
+    path.write_text("register:\n  gated: [champion]\n  replicates: 0\n", encoding="utf-8")
+    params, origin = read_params(path)
+    check_params(params, origin, commands=["train"], gate=gate)  # only the commands that read register
+    err = refused(params, origin=origin, commands=["register"], gate=gate)
+    assert [p.key for p in err.problems] == ["register.replicates"]
+    assert str(err) == f"{path}:3: register.replicates = 0: must be between 200 and 1,048,576"
+
+
 def test_a_layer_problem_about_a_value_already_refused_is_left_out():
     def schedule(train_cfg, tasks):
         raise ConfigError(f"train.strategy x: leaves none of the train.iterations = {train_cfg.iterations}")

@@ -4,8 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from deca.config import RegisterConfig
 from deca.errors import ConfigError, DataError
-from eval.gate import evidence, margin_of, refusal
+from eval.gate import ACCEPT, evidence, margin_of, refusal
+from eval.stats import MAX_REPLICATES, MIN_REPLICATES
 from tests.eval.test_paired import write_run
 
 N = 1000
@@ -83,3 +85,47 @@ def test_margins_unknown_tasks_and_other_tasks_are_refused(holder, tmp_path):
     one = write(tmp_path / "one", {"sst": correct["sst"]})
     with pytest.raises(DataError, match="other tasks"):
         evidence([one], [folder], {})
+
+
+ZERO_SHOT = ("snli", "amazon")  # registered tasks outside the decaScore
+
+
+def test_a_tie_outside_the_decascore_is_refused_in_one_line(tmp_path):
+    """Issue 42: identical models evaluated only on zero-shot tasks were accepted on +0.00."""
+    same = write(tmp_path / "same", {t: holder_correct(k) for k, t in enumerate(ZERO_SHOT)})
+    with pytest.raises(DataError) as refused:
+        evidence([same], [same], {"default": 1.0}, replicates=200)
+    line = str(refused.value)
+    assert line.startswith(f"{same}: no task the gate can judge: both sides were evaluated only on amazon, snli, "
+                           "outside the decaScore") and "register.accept: non_inferior" in line
+    assert "\n" not in line
+    # non-inferiority judges any task, and promotes a tie, only where params ask for it by name
+    found = evidence([same], [same], {"default": 1.0}, replicates=200, accept="non_inferior")
+    assert found["accepted"] and found["accept"] == "non_inferior" and "a tie promotes" in found["rule"]
+
+
+def test_a_tie_never_promotes_by_default(holder):
+    folder, _ = holder
+    found = evidence([folder], [folder], {"default": 1.0}, replicates=200)
+    assert found["rows"]["decascore"]["diff"] == {"value": 0.0, "low": 0.0, "high": 0.0}
+    assert not found["accepted"] and found["accept"] == "superior"
+    assert refusal(found) == "decaScore: candidate - holder = +0.00 [95% +0.00, +0.00], lower bound not above 0"
+    assert evidence([folder], [folder], {"default": 1.0}, replicates=200, accept="non_inferior")["accepted"]
+
+
+@pytest.mark.parametrize("replicates", [0, 1, MIN_REPLICATES - 1, MAX_REPLICATES + 1])
+def test_replicates_out_of_bounds_are_one_config_error(holder, replicates, monkeypatch):
+    """Issue 42: 0 ended in a traceback, 1 quoted a "95% interval" of one resample."""
+    folder, _ = holder
+    monkeypatch.setattr("eval.gate.paired", lambda *a, **k: pytest.fail("resampled before the check"))
+    with pytest.raises(ConfigError, match=rf"^register.replicates = {replicates}: must be between "
+                                          rf"{MIN_REPLICATES} .* and {MAX_REPLICATES:,} "):
+        evidence([folder], [folder], {"default": 1.0}, replicates=replicates)
+
+
+def test_accept_names_one_of_the_rules(holder):
+    folder, _ = holder
+    assert ACCEPT == ("superior", "non_inferior") and RegisterConfig().accept == ACCEPT[0]
+    with pytest.raises(ConfigError, match=r"^register.accept = 'non-inferior': must be one of superior, "
+                                          r"non_inferior \(did you mean 'non_inferior'\?\)$"):
+        evidence([folder], [folder], {"default": 1.0}, replicates=200, accept="non-inferior")

@@ -9,7 +9,10 @@ import pytest
 
 from deca.cli import main
 from deca.errors import DataError
+from deca.registry import DECANLP
 from eval import paired
+from eval.labels import TASK_LABELS
+from eval.stats import MAX_REPLICATES, MIN_REPLICATES
 from eval.api import score_task
 from eval.verdict import baseline, majority, random_candidate
 from eval.score import add_intervals, metrics_document
@@ -47,7 +50,7 @@ def test_cli_prints_differences_intervals_p_values_and_verdicts(tmp_path, capsys
     assert "b - a [95%]" in out and "McNemar p" in out
     sst = next(line for line in out.splitlines() if line.startswith("SST"))
     assert "+6.2 [" in sst and sst.rstrip().endswith("reproduced")
-    decascore = next(line for line in out.splitlines() if line.startswith("decaScore"))
+    decascore = next(line for line in out.splitlines() if line.startswith("partial decaScore (1 of 10 tasks)"))
     assert "+6.2" in decascore and decascore.rstrip().endswith("reproduced")
     doc = json.loads((tmp_path / "cmp.json").read_text())
     assert doc["rows"]["sst"]["mcnemar"] < 1e-6 and doc["rows"]["sst"]["baseline"] == majority(answers)
@@ -149,3 +152,37 @@ def test_clean_columns_leave_out_the_flagged_examples(tmp_path, capsys):
     assert "clean" not in capsys.readouterr().out
     assert main(["compare", "--runs-a", str(a), "--runs-b", str(b), "--contamination", str(tmp_path / "nothing")]) != 0
     assert str(tmp_path / "nothing" / "contaminated_ids.json") in capsys.readouterr().err
+
+
+def test_runs_of_other_tasks_name_the_tasks_dropped_and_the_partial_sum(tmp_path, capsys):
+    """Issue 42: the common tasks were compared silently and their sum was labelled "decaScore"."""
+    a, b, answers = sst_pair(tmp_path)
+    write_run(a, "multinli.in.out", np.ones(800, bool), answers)  # on side a only
+    write_run(b, "snli", np.ones(800, bool), answers)  # on side b only
+    assert main(["compare", "--runs-a", str(a), "--runs-b", str(b), "--replicates", "200", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["rows"]) == {"sst", "decascore"}
+    assert doc["dropped"] == {"multinli.in.out": ["b"], "snli": ["a"]}
+    assert doc["decascore"] == {"tasks": ["sst"], "partial": True}
+    assert main(["compare", "--runs-a", str(a), "--runs-b", str(b), "--replicates", "200"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert not any(line.startswith("decaScore") for line in lines)
+    assert any(line.startswith("partial decaScore (1 of 10 tasks)  ") for line in lines)
+    assert "partial decaScore (1 of 10 tasks): the sum over sst only, not a decaScore" in lines
+    assert (f"not compared, not in every run of both sides: {TASK_LABELS['multinli.in.out']} (multinli.in.out: "
+            f"missing from a run of b); {TASK_LABELS.get('snli', 'snli')} (snli: missing from a run of a)") in lines
+    # a seed run of side a without MNLI: dropped for side a too
+    a2 = write_run(tmp_path / "a2", "sst", np.ones(800, bool), answers)
+    assert paired.paired([a, a2], [b], replicates=200)["dropped"] == {"multinli.in.out": ["a", "b"], "snli": ["a"]}
+    assert paired.decascore_name({"tasks": list(DECANLP), "partial": False}) == "decaScore"
+
+
+@pytest.mark.parametrize("replicates", [0, 1, MIN_REPLICATES - 1, MAX_REPLICATES + 1, 100_000_000])
+def test_compare_refuses_replicates_out_of_bounds_in_one_line(tmp_path, capsys, monkeypatch, replicates):
+    """Issue 42: --replicates 100000000 grew to 3 GB in 14 s; the bounds are the gate's (eval/stats.py)."""
+    a, b, _ = sst_pair(tmp_path)
+    monkeypatch.setattr(paired, "compare", lambda *args, **kwargs: pytest.fail("resampled before the check"))
+    assert main(["compare", "--runs-a", str(a), "--runs-b", str(b), "--replicates", str(replicates)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --replicates {replicates}: must be between {MIN_REPLICATES} (enough resamples for the "
+                   f"ends of a 95% interval) and {MAX_REPLICATES:,} (what the resamples may take in memory)"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import sacrebleu
 
+from deca.errors import ConfigError
 from eval import stats
 from eval.examples import example_stats, metric_value
 from eval.metrics import bleu, zre
@@ -143,3 +144,14 @@ def test_still_rising_over_the_last_third():
     assert still_rising([(0, 10), (300, 40), (600, 50), (700, 55), (800, 58), (900, 62)], budget=900)
     assert not still_rising([(0, 10), (300, 40), (600, 60), (700, 60.2), (800, 59.9), (900, 60.1)], budget=900)
     assert not still_rising([(100, 5)])
+
+
+def test_the_bounds_of_the_replicates():
+    """Enough resamples for the ends of a 95% interval (5 beyond each), no more than the memory allows."""
+    assert stats.MIN_REPLICATES * (1 - stats.LEVEL) / 2 >= 5
+    assert stats.MAX_REPLICATES * stats.REPLICATE_BYTES <= stats.REPLICATE_MEMORY
+    for fine in (stats.MIN_REPLICATES, stats.REPLICATES, stats.MAX_REPLICATES):
+        stats.check_replicates(fine, "--replicates")
+    for bad in (0, 1, stats.MIN_REPLICATES - 1, stats.MAX_REPLICATES + 1):
+        with pytest.raises(ConfigError, match=rf"^register.replicates = {bad}: must be between"):
+            stats.check_replicates(bad, "register.replicates")

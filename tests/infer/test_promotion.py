@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from deca.cli import main
-from tests.eval.test_gate import TASKS, changed, holder_correct, write
+from tests.eval.test_gate import TASKS, ZERO_SHOT, changed, holder_correct, write
 from tests.infer.serve.conftest import checkpoint  # noqa: F401  (the trained miniature model)
 from infer.evaluate import MODEL_FILE, made_by
 from tests.infer.test_mlflow_model import make_run
@@ -136,4 +136,35 @@ def test_predictions_another_model_made_are_refused_naming_the_file(store, predi
     made.unlink()
     assert promote(predictions["better"], predictions["holder"]) == 1
     assert f"{made}: missing: nothing says which model made these predictions" in capsys.readouterr().err
+    assert champion(uri) == "1"
+
+
+@pytest.mark.parametrize("value, expect", [
+    ("replicates: 0", "register.replicates = 0: must be between 200 "),
+    ("replicates: 100000000", "register.replicates = 100000000: must be between 200 "),
+    ("accept: non-inferior", "register.accept = 'non-inferior': must be one of superior, non_inferior"),
+])
+def test_bad_register_params_are_one_line_naming_the_key(tmp_path, monkeypatch, capsys, value, expect):
+    """Issue 42: register.replicates 0 ended in a 31-line traceback (before any model store is opened now)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(f"register:\n  gated: [champion]\n  {value}\n", encoding="utf-8")
+    assert main(["register", "--name", NAME, "--version", "2", "--alias", "champion", "--candidate-predictions",
+                 "c", "--holder-predictions", "h"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: params.yaml:3: {expect}")
+
+
+def test_a_tie_outside_the_decascore_does_not_move_the_alias(store, predictions, tmp_path, capsys):
+    """Issue 42: identical models evaluated only on zero-shot tasks moved champion from version 1 to 2 on +0.00."""
+    from deca.metric_logging import client
+
+    _, uri, _, model = store
+    client(uri).set_registered_model_alias(NAME, "champion", "1")  # as before any test moved it
+    same = write(tmp_path / "zero_shot", {t: holder_correct(k) for k, t in enumerate(ZERO_SHOT)})
+    (same / MODEL_FILE).write_text(json.dumps(made_by(model)), encoding="utf-8")
+    assert promote(str(same), str(same)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {same}: no task the gate can judge: both sides were evaluated only on amazon, snli, "
+                   "outside the decaScore, and register.accept superior promotes on a decaScore gain (evaluate "
+                   "both on decaNLP tasks, or set register.accept: non_inferior)"]
     assert champion(uri) == "1"
