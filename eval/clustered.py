@@ -37,12 +37,13 @@ METHODS = (CLUSTERED, TWO_LEVEL, SEED_ONLY)
 class Estimate:
     """An interval with how it was made: `p` the two-sided p-value of "the difference is 0" (None for one
     side's mean), `se` the standard error (the replicates' sd; the t test's for `SEED_ONLY`), `method` one of
-    METHODS."""
+    METHODS, `df` the t test's degrees of freedom (`SEED_ONLY`; None for the bootstrap)."""
 
     interval: Interval
     p: float | None
     se: float
     method: str
+    df: float | None = None
 
 
 def cluster_codes(clusters: Sequence[Hashable] | None, n: int) -> np.ndarray:
@@ -54,6 +55,17 @@ def cluster_codes(clusters: Sequence[Hashable] | None, n: int) -> np.ndarray:
         raise ValueError(f"{len(clusters)} cluster ids for {n} examples")
     seen: dict[Hashable, int] = {}
     return np.asarray([seen.setdefault(c, len(seen)) for c in clusters], dtype=int)
+
+
+def context_clusters(task: str, ids: Sequence[str], contexts: Sequence[str]) -> list[str] | None:
+    """Each example's cluster as `deca evaluate`'s records give it: for WOZ the dialogue of its id
+    (``<lang>_<dialogue>_<turn>``: the turns of one dialogue differ in context), for any other task its
+    context text (SQuAD's paragraph, QA-SRL's sentence); None when no two examples share one."""
+    if task.startswith("woz"):
+        found = [i.rsplit("_", 1)[0] for i in ids]
+    else:
+        found = [str(c) for c in contexts]
+    return found if len(set(found)) < len(found) else None
 
 
 def cluster_weights(rng: np.random.Generator, codes: np.ndarray, size: int) -> np.ndarray:
@@ -102,12 +114,22 @@ def side(sample: Sample | None, clusters: Sequence[Hashable] | None = None, *, s
         found = seed_interval(seed_values)
         x = np.asarray(seed_values, dtype=float)
         se = float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.inf
-        return Estimate(found, None, se, SEED_ONLY)
+        return Estimate(found, None, se, SEED_ONLY, float(len(x) - 1) if len(x) > 1 else None)
     run_rng, example_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     seeds = [seed_weights(run_rng, sample.runs, replicates)]
     reps = clustered_replicates([sample], cluster_codes(clusters, sample.n), replicates, example_rng, seeds)[0]
     return Estimate(percentile_interval(sample.point(), reps, level), None, float(reps.std(ddof=1)),
                     _method(clusters))
+
+
+def _seed_only_difference(a: Sequence[float], b: Sequence[float]) -> Estimate:
+    """Welch's interval, p-value, standard error and degrees of freedom of mean(b) - mean(a) over runs."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if min(len(x), len(y)) < 2:
+        return Estimate(seed_difference(x, y), welch_p(x, y), math.inf, SEED_ONLY)
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1)) if vx + vy > 0 else None
+    return Estimate(seed_difference(x, y), welch_p(x, y), math.sqrt(vx + vy), SEED_ONLY, df)
 
 
 def difference(a: Sample | None, b: Sample | None, clusters: Sequence[Hashable] | None = None, *,
@@ -117,9 +139,7 @@ def difference(a: Sample | None, b: Sample | None, clusters: Sequence[Hashable] 
     sides, each side's seeds resampled on their own); when either side lacks per-example statistics,
     Welch's interval and p-value over `seed_values` (a's runs, b's runs), labelled SEED_ONLY."""
     if a is None or b is None:
-        x, y = (np.asarray(v, dtype=float) for v in seed_values)
-        se = math.sqrt(x.var(ddof=1) / len(x) + y.var(ddof=1) / len(y)) if min(len(x), len(y)) > 1 else math.inf
-        return Estimate(seed_difference(x, y), welch_p(x, y), se, SEED_ONLY)
+        return _seed_only_difference(*seed_values)
     run_rng, example_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     seeds = [seed_weights(run_rng, a.runs, replicates), seed_weights(run_rng, b.runs, replicates)]
     reps = clustered_replicates([a, b], cluster_codes(clusters, a.n), replicates, example_rng, seeds)

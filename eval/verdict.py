@@ -26,7 +26,7 @@ them (MWSC), the expected EM of picking one at random (`random_candidate`); othe
 none, so they are never "at the floor".
 
 Every report and table that says whether a finding holds calls `verdict` (experiments/table2_report.py,
-experiments/table3.py, `deca compare`).
+experiments/table3.py, `deca compare`; eval/steps.py judges a table's steps with all five outcomes).
 """
 from __future__ import annotations
 

@@ -80,3 +80,11 @@ def test_clusters_of_unequal_size_weigh_by_their_examples():
     assert set(np.round(got, 6)) <= {0.0, 75.0, 100.0}
     with pytest.raises(ValueError, match="cluster ids"):
         clustered.cluster_codes(["p"], 4)
+
+
+def test_contexts_make_the_clusters_of_a_task():
+    assert clustered.context_clusters("squad", ["q1", "q2", "q3"], ["para a", "para a", "para b"]) == [
+        "para a", "para a", "para b"]
+    assert clustered.context_clusters("woz.en", ["en_0_0", "en_0_1", "en_1_0"], ["hi", "a pub", "hello"]) == [
+        "en_0", "en_0", "en_1"]
+    assert clustered.context_clusters("sst", ["1", "2"], ["good film", "bad film"]) is None
