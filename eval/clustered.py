@@ -10,7 +10,8 @@ resampling the top stage; seeds and examples are crossed, so the two are resampl
 "The pigeonhole bootstrap", which is conservative). The metric of a replicate is recomputed from the summed
 statistics of the drawn examples over their count (eval.examples.metric_from_sums). A paired comparison draws
 the same clusters for both sides: they share their examples. Without cluster ids every example is its own
-cluster (eval.stats's resampling).
+cluster (eval.stats's resampling). A side of a single run has no seed level to resample: its interval is
+over the examples alone.
 
 Runs whose per-example statistics are gone get eval.stats's interval over the seeds alone, labelled
 `SEED_ONLY` so that no page passes it off as the two-level interval.

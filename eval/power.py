@@ -59,6 +59,12 @@ def mde(se: float, alpha: float = ALPHA, power: float = POWER, df: float | None 
     return (t_quantile_at(1 - alpha / 2, df) + t_quantile_at(power, df)) * se
 
 
+def se_of(interval, level: float = 1.0 - ALPHA) -> float:
+    """The standard error a symmetric normal interval of `level` implies, (high - low) / (2 z_{(1+level)/2}):
+    for an MDE from an interval whose replicates are gone (eg the promotion gate's rows)."""
+    return (interval.high - interval.low) / (2.0 * NormalDist().inv_cdf((1.0 + level) / 2.0))
+
+
 def underpowered(detectable: float, effect: float) -> bool:
     """Whether a design's MDE exceeds the paper's effect (its size): the design could not see it."""
     return detectable > abs(effect)

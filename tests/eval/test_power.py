@@ -126,3 +126,8 @@ def test_seeds_and_contexts_needed_for_a_target_effect():
 def test_unequal_contexts_count_as_fewer_equal_ones():
     assert power.effective_clusters(["p"] * 6 + ["q"] * 2, 8) == pytest.approx(64 / 40)
     assert power.effective_clusters(None, 5) == 5.0
+
+
+def test_the_standard_error_of_an_interval_gives_its_mde():
+    from eval.stats import Interval
+    assert power.se_of(Interval(1.0, 1.0 - 1.959964 * 2.0, 1.0 + 1.959964 * 2.0)) == pytest.approx(2.0, rel=1e-6)
