@@ -14,7 +14,8 @@ cluster (eval.stats's resampling). A side of a single run has no seed level to r
 over the examples alone.
 
 Runs whose per-example statistics are gone get eval.stats's interval over the seeds alone, labelled
-`SEED_ONLY` so that no page passes it off as the two-level interval.
+`SEED_ONLY` so that no page passes it off as the two-level interval; runs that all agree get an unbounded one
+(two identical seeds show no spread, which is not evidence of no noise).
 """
 from __future__ import annotations
 
@@ -112,10 +113,10 @@ def side(sample: Sample | None, clusters: Sequence[Hashable] | None = None, *, s
     context); without per-example statistics (`sample` None) the t interval of its runs' `seed_values`
     (eval.stats.seed_interval), labelled SEED_ONLY."""
     if sample is None:
-        found = seed_interval(seed_values)
         x = np.asarray(seed_values, dtype=float)
-        se = float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.inf
-        return Estimate(found, None, se, SEED_ONLY, float(len(x) - 1) if len(x) > 1 else None)
+        if len(x) < 2 or x.std() == 0:  # runs that agree show no spread, not the absence of noise
+            return Estimate(Interval(float(x.mean()), -math.inf, math.inf), None, math.inf, SEED_ONLY)
+        return Estimate(seed_interval(x), None, float(x.std(ddof=1) / math.sqrt(len(x))), SEED_ONLY, len(x) - 1.0)
     run_rng, example_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     seeds = [seed_weights(run_rng, sample.runs, replicates)]
     reps = clustered_replicates([sample], cluster_codes(clusters, sample.n), replicates, example_rng, seeds)[0]
@@ -124,12 +125,13 @@ def side(sample: Sample | None, clusters: Sequence[Hashable] | None = None, *, s
 
 
 def _seed_only_difference(a: Sequence[float], b: Sequence[float]) -> Estimate:
-    """Welch's interval, p-value, standard error and degrees of freedom of mean(b) - mean(a) over runs."""
+    """Welch's interval, p-value, standard error and degrees of freedom of mean(b) - mean(a) over runs
+    (Welch 1947)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if min(len(x), len(y)) < 2:
-        return Estimate(seed_difference(x, y), welch_p(x, y), math.inf, SEED_ONLY)
+    if min(len(x), len(y)) < 2 or x.std() + y.std() == 0:  # no spread seen: unbounded, as eval.stats for one run
+        return Estimate(Interval(float(y.mean() - x.mean()), -math.inf, math.inf), 1.0, math.inf, SEED_ONLY)
     vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
-    df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1)) if vx + vy > 0 else None
+    df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
     return Estimate(seed_difference(x, y), welch_p(x, y), math.sqrt(vx + vy), SEED_ONLY, df)
 
 

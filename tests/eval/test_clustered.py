@@ -50,13 +50,16 @@ def test_without_per_example_data_the_difference_is_welchs_over_the_seeds():
 
 
 def test_two_identical_seeds_get_an_interval_from_the_examples():
-    """The seed-only interval of two identical seeds has width 0; the two-level one does not."""
+    """eval.stats's interval of two identical seeds has width 0: the seed-only one here is unbounded, and the
+    two-level one is as wide as the 82 examples make it."""
     rng = np.random.default_rng(9)
     run = 100.0 * (rng.random(82) < 0.53)
     sample = Sample.of("mean", run, run)
     two_level = clustered.side(sample, replicates=500).interval
     seed_only = clustered.side(None, seed_values=[run.mean(), run.mean()]).interval
-    assert seed_only.low == seed_only.high and two_level.low < 50.0 < two_level.high
+    assert seed_only.low == -np.inf and seed_only.high == np.inf and two_level.low < 50.0 < two_level.high
+    same = clustered.difference(None, None, seed_values=([80.0, 80.0], [85.0, 85.0]))
+    assert same.interval.low == -np.inf and same.p == 1.0 and same.se == np.inf
 
 
 def test_a_pair_shares_its_cluster_draws_and_clusters_widen_the_difference():
