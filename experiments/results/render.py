@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from eval.stats import Interval, seed_difference, seed_interval
-from eval.verdict import INCONCLUSIVE, at_floor, verdict
+from eval.verdict import FAILS, INCONCLUSIVE, at_floor, below_floor, verdict
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PLACEHOLDER = re.compile(r"\{\{([a-z0-9_]+)\}\}")
@@ -67,17 +67,21 @@ def interval(change: Interval, digits: int = 1) -> str:
 
 
 def judge(before: Sequence[float], after: Sequence[float], paper: float, *, floor: float | None = None,
-          rising: Sequence[bool] = (), paired: bool = False) -> tuple[Interval, str]:
+          rising: Sequence[bool] = (), paired: bool = False, fails: bool = False) -> tuple[Interval, str]:
     """The change of the seed means (after - before) with its Welch interval (`paired`: the t interval of the
     per-seed differences, the sides listed seed by seed), and eval/verdict.py's verdict with why: the side at
-    its floor, the rising curve, or the seeds when fewer than MIN_SEEDS."""
+    its floor, the rising curve, or the seeds when fewer than MIN_SEEDS. `fails` (opt-in until the pages are
+    regenerated): a side whose interval lies wholly below the floor "fails" rather than "not tested"."""
     if paired and len(before) != len(after):
         raise ValueError("paired sides need one value per seed each")
     change = seed_interval([b - a for a, b in zip(before, after)]) if paired else seed_difference(before, after)
     floors = [at_floor(seed_interval(side), floor) for side in (before, after)]
-    said = verdict(change, paper, floors=floors, rising=rising)
+    below = [below_floor(seed_interval(side), floor) for side in (before, after)] if fails else []
+    said = verdict(change, paper, floors=floors, rising=rising, below=below)
     reasons = []
-    if any(floors):
+    if said == FAILS:
+        reasons.append(f"a side's interval lies wholly below the {floor:.1f} chance baseline")
+    elif any(floors):
         single = min(len(before), len(after)) < 2
         reasons.append(f"one run a side gives no interval clear of the {floor:.1f} chance baseline" if single
                        else f"a side's interval reaches the {floor:.1f} chance baseline")

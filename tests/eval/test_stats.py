@@ -155,3 +155,14 @@ def test_the_bounds_of_the_replicates():
     for bad in (0, 1, stats.MIN_REPLICATES - 1, stats.MAX_REPLICATES + 1):
         with pytest.raises(ConfigError, match=rf"^register.replicates = {bad}: must be between"):
             stats.check_replicates(bad, "register.replicates")
+
+
+def test_student_t_tail_quantiles_and_welch_p_match_scipy():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for t, df in ((2.0, 3.0), (0.5, 1.0), (4.0, 1.7), (10.0, 30.0), (0.01, 5.0)):
+        assert stats.t_two_sided_p(t, df) == pytest.approx(2 * scipy_stats.t.sf(t, df), rel=1e-9)
+    for q, df in ((0.975, 2.0), (0.8, 3.0), (0.2, 5.5), (0.999, 1.0)):
+        assert stats.t_quantile_at(q, df) == pytest.approx(scipy_stats.t.ppf(q, df), rel=1e-8)
+    a, b = [80.0, 82.0, 81.0], [85.0, 87.0]
+    assert stats.welch_p(a, b) == pytest.approx(scipy_stats.ttest_ind(b, a, equal_var=False).pvalue, rel=1e-9)
+    assert stats.welch_p([80.0], b) == 1.0 and stats.welch_p([80.0, 80.0], [85.0, 85.0]) == 0.0

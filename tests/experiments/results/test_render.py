@@ -54,3 +54,11 @@ def test_judge_paired_sees_a_steady_difference_that_welch_calls_inconclusive():
     assert judge(before, after, paper=+1.0)[1].startswith("inconclusive")
     change, said = judge(before, after, paper=+1.0, paired=True)
     assert said == "reproduced" and change.low > 0
+
+
+def test_judge_a_side_wholly_below_the_floor_fails_when_asked():
+    trained, renamed = [80.0, 82.0, 78.0], [10.0, 20.0, 30.0]
+    assert judge(trained, renamed, paper=0.0, floor=50.0)[1].startswith("not tested")  # the pages as they are
+    _, said = judge(trained, renamed, paper=0.0, floor=50.0, fails=True)
+    assert said == "fails: a side's interval lies wholly below the 50.0 chance baseline"
+    assert judge(trained, [45.0, 50.0, 55.0], paper=0.0, floor=50.0, fails=True)[1].startswith("not tested")
