@@ -29,8 +29,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--checkpoint", required=True, type=Path, help="the model (a best/model.pt)")
     p.add_argument("--vocab", default=None, help="the vocabulary of a format-2 checkpoint (default: its own)")
     p.add_argument("--processed", default="data/processed", help="processed data (validation splits read)")
-    p.add_argument("--tasks", default="sst,woz.en,squad,multinli.in.out",
-                   help="comma-separated tasks whose validation rows are decoded (default: %(default)s)")
+    p.add_argument("--tasks", default="squad,iwslt.en.de,cnn_dailymail,multinli.in.out,sst,srl,zre,woz.en,wikisql,schema",
+                   help="comma-separated tasks whose validation rows are decoded (default: the ten)")
     p.add_argument("--rows", type=int, default=32, help="validation rows per task (default: %(default)s)")
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="batch sizes (default: %(default)s)")
     p.add_argument("--threads", default=",".join(map(str, THREADS)), help="thread counts (default: %(default)s)")
