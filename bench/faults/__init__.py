@@ -1,4 +1,4 @@
-"""The fault bench: every bad input, fault and load case found so far (issues 12, 24 and 34), each run and
+"""The fault bench: every bad input, fault and load case found so far (issues 12, 24, 34 and 42), each run and
 given its verdict (bench/faults/case.py says what "handled" means).
 
 The fast cases run in this process on the real code path (`deca.cli.main([...])` with its output captured,
@@ -13,6 +13,7 @@ test.
 
 Modules: case (a case and its verdict, fast or slow), tools (deca in this process, tiny inputs),
 bad_input (issues 12 and 24), odd_input and untrusted (issue 34's text, options, payloads and YAML bombs),
+params (issue 42: params files too large or bombs before DVC reads them, params.yaml changed mid-run),
 fault and training (faults), load, cli (the command, its tables and its record).
 """
 from __future__ import annotations
@@ -24,8 +25,8 @@ __all__ = ["GROUPS", "Case", "NotHandled", "Verdict", "all_cases", "run_case"]
 
 def all_cases() -> list[Case]:
     """Every case, grouped in the order of GROUPS: bad input, fault, load."""
-    from bench.faults import bad_input, fault, load, odd_input, training, untrusted
+    from bench.faults import bad_input, fault, load, odd_input, params, training, untrusted
 
-    found = [*bad_input.cases(), *odd_input.cases(), *untrusted.cases(), *fault.cases(), *training.cases(),
-             *load.cases()]
+    found = [*bad_input.cases(), *odd_input.cases(), *untrusted.cases(), *params.cases(), *fault.cases(),
+             *training.cases(), *load.cases()]
     return sorted(found, key=lambda c: GROUPS.index(c.group))
