@@ -43,7 +43,7 @@ def _stat(pid: int) -> tuple[int, str] | None:
 
 def dvc_process(stage: str) -> str | None:
     """``<pid>-<start time>`` of the nearest ancestor whose environment lacks ``DVC_STAGE=<stage>``: the DVC
-    process that runs this stage (between them at most a shell); None when /proc does not say."""
+    process that runs this stage (a shell between them has DVC_STAGE too); None when /proc does not say."""
     entry = f"DVC_STAGE={stage}".encode()
     pid = os.getppid()
     while pid > 1:
@@ -72,7 +72,10 @@ def recorded(key: str, path: Path, now: str) -> str:
 
     folder = Path(os.environ.get("DVC_ROOT") or ".") / RECORDS
     record = folder / f"{key}.json"
-    seen = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else {}
+    try:
+        seen = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none yet (written whole, so never half)
+        seen = {}
     if str(path) not in seen:
         for old in folder.glob("*.json") if folder.is_dir() else []:
             if not _alive(old.stem):
