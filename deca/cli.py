@@ -5,6 +5,8 @@ exposing ``configure(parser: argparse.ArgumentParser) -> None`` and ``run(args) 
 help's epilog is the module's ``EPILOG``, else its docstring after the first line. Every command that
 reads params takes ``--params FILE`` and ``--set KEY=VALUE`` (deca.config.add_params_arguments).
 Modules are imported only for the subcommand being run, so `deca --help` and `deca ls` stay fast.
+Run by DVC as a stage, a command that reads params refuses a params file changed since the run's first
+stage read it (deca/params_guard.py).
 A module that sets ``PASS_THROUGH = "<attribute>"`` receives the options it does not declare in that
 attribute of args (e.g. `deca prepare` hands them to Beam's PipelineOptions); elsewhere they are errors.
 """
@@ -76,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from deca.params_guard import begin
+
+        finished = begin(args.params) if hasattr(args, "params") else None
         code = int(args._run(args) or 0)
+        if finished and code == 0:
+            finished()  # a params.yaml written while this ran: DVC must not record the results under it
         sys.stdout.flush()  # a reader that went away (`deca ls | head -1`) shows here, not at exit
         return code
     except BaseException as exc:  # noqa: BLE001 - every failure ends here, as one clear line

@@ -356,7 +356,7 @@ def read_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] 
     raw: dict[str, Any] = {}
     where: dict[str, str] = {}
     if path.exists():
-        text = path.read_text(encoding="utf-8")
+        text = read_params_text(path)
         raw = parse_yaml(text, path) or {}
         where = {key: f"{path}:{line}" for key, line in key_lines(text).items()}
     for dotted, value in (overrides or {}).items():
@@ -390,6 +390,30 @@ def _located(message: str, origin: Mapping[str, str], default: str) -> ConfigErr
 
 # A params document has a few hundred nodes; aliases (&a / *a) that expand past this are a "billion laughs".
 MAX_YAML_NODES = 100_000
+# params.yaml is ~9 KB; PyYAML, run twice on a read (values, then lines), took minutes over a 50 MB file.
+MAX_PARAMS_BYTES = 256 * 1024
+
+
+def read_params_text(path: str | Path) -> str:
+    """The text of a params file (params.yaml, an overlay); ConfigError, before anything is parsed, when it is
+    over MAX_PARAMS_BYTES (at most that much is read) or not UTF-8."""
+    path = Path(path)
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_PARAMS_BYTES + 1)
+    if len(data) > MAX_PARAMS_BYTES:
+        raise ConfigError(f"{path}: refused: {path.stat().st_size:,} bytes, over the {MAX_PARAMS_BYTES:,} a params "
+                          "file may hold (deca.config.MAX_PARAMS_BYTES); keep settings in it, and data in files "
+                          "that a setting names")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
+
+def load_params_file(path: str | Path) -> Any:
+    """A params file read (read_params_text: size first) and parsed with parse_yaml's bounds: what every reader
+    of params.yaml or an overlay uses, and what `make run` runs before DVC reads params.yaml (infra/repro.py)."""
+    return parse_yaml(read_params_text(path), path)
 
 
 def parse_yaml(text: str, where: str | Path) -> Any:

@@ -78,9 +78,9 @@ def row_from_metrics_file(path: str | Path, label: str | None = None, params_pat
         raise DataError(path, f"not valid JSON ({exc.msg})", line=exc.lineno, fix="rerun `deca evaluate`") from None
     strategy = ""
     if params_path is not None:
-        from deca.config import parse_yaml
+        from deca.config import load_params_file
 
-        raw = parse_yaml(Path(params_path).read_text(encoding="utf-8"), params_path)
+        raw = load_params_file(params_path)
         strategy = ((raw or {}).get("train") or {}).get("strategy", "")
     scores = scores_from_metrics(doc)
     if not scores:

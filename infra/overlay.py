@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 
-from deca.config import Params, from_dict, parse_yaml
+from deca.config import Params, from_dict, load_params_file
 from deca.errors import ConfigError
 from deca.io import write_text
 
@@ -39,7 +39,7 @@ def load_overlay(path: str | Path) -> dict[str, Any]:
     """Read one overlay file (a mapping of params sections); ConfigError names a bad file."""
     path = Path(path)
     try:
-        data = parse_yaml(path.read_text(encoding="utf-8"), path)
+        data = load_params_file(path)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such overlay file (see infra/params/ and infra/beam/)") from None
     if not isinstance(data, dict) or not data:
@@ -113,7 +113,7 @@ def combine(paths: Sequence[str | Path], params_path: str | Path = "params.yaml"
     combined: dict[str, Any] = {}
     for path in paths:
         combined = merge(combined, load_overlay(path))
-    base = parse_yaml(Path(params_path).read_text(encoding="utf-8"), params_path) or {}
+    base = load_params_file(params_path) or {}
     merged = merge(base, combined)
     validate(merged, where=f"{params_path} + {' + '.join(map(str, paths))}")
     return combined, merged

@@ -9,6 +9,9 @@ updates. The exit status is dvc's.
 
     python -m infra.repro                 # what `make run` does
     python -m infra.repro train           # up to one stage, as `dvc repro train`
+
+Before dvc starts, params.yaml is read as every deca command reads it (deca.config.load_params_file: a size
+limit, then aliases bounded): DVC's own loader has neither, and an alias bomb took it to 3 GB in 45 s.
 """
 from __future__ import annotations
 
@@ -65,6 +68,19 @@ class Reporter:
         print(text, file=self.out or sys.stdout, flush=True)
 
 
+def params_refused(params_path: Path) -> str | None:
+    """Why DVC must not read `params_path` (its one-line error), else None (also when there is none)."""
+    from deca.config import load_params_file
+    from deca.errors import ConfigError
+
+    try:
+        if params_path.is_file():
+            load_params_file(params_path)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def run(dvc_args: list[str], log_path: Path, dvc: str = "dvc") -> int:
     """`dvc repro *dvc_args`, its output to `log_path`, a line per stage here; dvc's exit status."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", type=Path, default=Path(".dvc/tmp/repro.log"), help="where dvc's own output goes")
     ap.add_argument("--dvc", default="dvc", help="the dvc executable (default: dvc on PATH)")
     args, rest = ap.parse_known_args(argv)
+    refused = params_refused(Path("params.yaml"))
+    if refused:
+        print(f"error: {refused}; dvc repro not started", file=sys.stderr)
+        return 1
     return run(rest, args.log, args.dvc)
 
 

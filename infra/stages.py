@@ -140,9 +140,9 @@ def missing_task_options(tables, params_path: str | Path = ROOT / "params.yaml")
 
     from deca.registry import get_task
 
-    from deca.config import parse_yaml
+    from deca.config import load_params_file
 
-    raw = parse_yaml(Path(params_path).read_text(encoding="utf-8"), params_path) or {}
+    raw = load_params_file(params_path) or {}
     have = ((raw.get("prepare") or {}).get("task_options") or {})
     out = {}
     for key, e in tables["tasks"].items():

@@ -28,7 +28,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterator
 
-from deca.config import add_params_arguments, key_lines, parse_overrides, parse_yaml, read_params
+from deca.config import add_params_arguments, key_lines, load_params_file, parse_overrides, parse_yaml, read_params
 from deca.errors import ConfigError, DataError
 
 STAMP_TEXT = ("params.yaml passed `deca validate` (dvc.yaml's validate stage); the stages that read params "
@@ -76,8 +76,9 @@ def load(params_path: str, overlays: list[str], sets: list[str]) -> tuple[Any, d
     for path in overlays:
         from infra import overlay  # only with --overlay (not in the validate stage: infra/stages.py)
 
-        lines = key_lines(Path(path).read_text(encoding="utf-8")) if Path(path).is_file() else {}
-        for key, value in overlay.leaves(overlay.load_overlay(path)):
+        values = overlay.load_overlay(path)  # its size and aliases bounded (deca.config.load_params_file)
+        lines = key_lines(Path(path).read_text(encoding="utf-8"))
+        for key, value in overlay.leaves(values):
             overrides[key] = value
             origin[key] = f"{path}:{lines[key]}" if key in lines else str(path)
     for item in sets:
@@ -120,7 +121,7 @@ def undo_experiment(params_path: str, error: ConfigError) -> str | None:
         return None
     before = shown.stdout.decode("utf-8")
     try:
-        then, now = dict(_flat(parse_yaml(before, rev))), dict(_flat(parse_yaml(path.read_text("utf-8"), path)))
+        then, now = dict(_flat(parse_yaml(before, rev))), dict(_flat(load_params_file(path)))
     except ConfigError:
         return None
     missing = object()

@@ -101,6 +101,27 @@ def test_modest_aliases_recursive_and_deep_documents(tmp_path):
         parse_yaml("a: " + "[" * 20_000 + "]" * 20_000 + "\n", "x")
 
 
+def test_a_params_file_over_the_size_limit_is_refused_unparsed(tmp_path, capsys):
+    """A 50 MB params file (issue 42) is one error line naming it, in well under a second: only the limit's worth
+    of it is read, nothing is parsed. A file just under the limit still reads."""
+    from deca.cli import main
+    from deca.config import MAX_PARAMS_BYTES, load_params_file
+
+    big = tmp_path / "params.yaml"
+    line = "train: {iterations: 5}\n"
+    big.write_text("# padding\n" * 5_000_000 + line)
+    error, seconds, _ = bounded(lambda: load_params(big))
+    assert str(error).startswith(f"{big}: refused: 50,000,023 bytes, over the {MAX_PARAMS_BYTES:,}") and seconds < 1
+    assert main(["validate", "--params", str(big), "--dvc-yaml", "none"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith(f"error: {big}: refused: 50,000,023 bytes")
+    big.write_text("#" * (MAX_PARAMS_BYTES - len(line) - 1) + "\n" + line)
+    assert load_params_file(big) == {"train": {"iterations": 5}}
+    big.write_bytes(b"train: {experiment: caf\xe9}\n")
+    with pytest.raises(ConfigError, match="params.yaml: not UTF-8 text \\(byte 23\\); save it as UTF-8"):
+        load_params(big)
+
+
 def test_unknown_sections_and_a_missing_params_file_name_their_source(tmp_path, capsys):
     from deca.cli import main
 

@@ -51,3 +51,25 @@ def test_dvc_output_goes_to_the_log_and_a_failure_shows_its_tail(tmp_path, capsy
     captured = capsys.readouterr()
     assert "[3/3] train: failed after" in captured.out
     assert "dvc repro failed (exit 1)" in captured.err and "train: iteration 200/200" in captured.err
+
+
+def test_params_that_would_run_away_are_refused_before_dvc_starts(tmp_path, monkeypatch, capsys):
+    """An alias bomb or an oversized params.yaml (issue 42): one error line naming the file, and dvc (whose own
+    loader took 3 GB on the bomb) is never started."""
+    from deca.config import MAX_PARAMS_BYTES
+    from infra.repro import main
+    from tests.deca.test_config import mapping_bomb
+
+    monkeypatch.chdir(tmp_path)
+    started = tmp_path / "dvc-started"
+    dvc = tmp_path / "dvc"
+    dvc.write_text(f"#!/bin/sh\ntouch {started}\n")
+    dvc.chmod(dvc.stat().st_mode | stat.S_IEXEC)
+    for text, says in [(mapping_bomb(), "params.yaml:5: refused: its aliases"),
+                       ("a: 1\n" * (MAX_PARAMS_BYTES // 5 + 1), "params.yaml: refused: 262,145 bytes")]:
+        (tmp_path / "params.yaml").write_text(text)
+        assert main(["--dvc", str(dvc)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {says}") and err.count("\n") == 1 and not started.exists()
+    (tmp_path / "params.yaml").write_text("train: {iterations: 5}\n")
+    assert main(["--dvc", str(dvc), "--log", str(tmp_path / "log")]) == 0 and started.exists()

@@ -40,3 +40,18 @@ def test_a_params_alias_bomb_is_one_line_within_a_second(tmp_path, capsys):
     assert time.perf_counter() - start < 1
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and out[0].startswith(f"error: {bomb}:") and "refused: its aliases" in out[0]
+
+
+def test_an_oversized_overlay_is_one_line_and_not_parsed(tmp_path, capsys):
+    """`deca validate --overlay BIG` and `python -m infra.overlay BIG` read an overlay as a params file: over
+    the size limit it is refused unparsed, in one line naming it (issue 42)."""
+    from deca.config import MAX_PARAMS_BYTES
+    from infra.overlay import main as overlay
+
+    big = tmp_path / "big.yaml"
+    big.write_text("train: {iterations: 5}\n" + "# padding\n" * (MAX_PARAMS_BYTES // 10))
+    assert main(["validate", "--overlay", str(big), "--dvc-yaml", "none"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith(f"error: {big}: refused: 262,163 bytes, over the 262,144"), out
+    assert overlay([str(big), "--print"]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {big}: refused: 262,163 bytes")
