@@ -13,6 +13,7 @@ token's probability and source weights (raw floats, before the 6-digit rounding 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 from pathlib import Path
 
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = measure(predictor, rows, sizes, threads, args.seed)
     if args.record is not None:
         record.write(args.record, started, {"checkpoint": str(args.checkpoint), "iteration": predictor.iteration,
+                                            "sha256": hashlib.sha256(args.checkpoint.read_bytes()).hexdigest(),
                                             "tasks": tasks, "rows_per_task": args.rows, "sizes": sizes,
                                             "threads": threads, "seed": args.seed, "torch": torch.__version__},
                      {"cases": settings})

@@ -4,6 +4,8 @@ docs/results/records/batch_invariance.json (`python -m bench.batch_invariance --
 and source weights from the same row decoded alone on one thread."""
 from __future__ import annotations
 
+from collections import Counter
+
 from experiments.results import records
 from experiments.results.render import table
 
@@ -27,15 +29,19 @@ def section(record: dict | None = None) -> str:
     s = record["settings"]
     changed = sum(not r["same_answer"] for case in record["cases"] for r in case["rows"])
     n = len(record["cases"][0]["rows"])
+    per_task = Counter(r["task"] for r in record["cases"][0]["rows"])
     answers = ("no answer (text or tokens) changed" if not changed
                else f"{changed} answers (of {n} rows x {len(record['cases'])} settings) changed")
     return (f"`{record['command']}` ({record['date']}, commit `{record['commit']}`, "
-            f"{records.describe_machine(record['machine'])}, torch {s['torch']}, model `{s['checkpoint']}` at "
-            f"iteration {s['iteration']}; record [records/{RECORD}.json](records/{RECORD}.json), every row's "
-            f"differences) decodes {s['rows_per_task']} validation rows of each of {', '.join(s['tasks'])} alone on "
-            f"one thread, then in random batches (seed {s['seed']}) of each size with each thread count:\n\n"
-            + table(("threads", "batch size", "rows", "answers changed", "largest |probability difference|",
-                     "largest |weight difference|"), [setting_row(c) for c in record["cases"]])
+            f"{records.describe_machine(record['machine'])}, load {record['load_before'][0]:.1f}, torch {s['torch']}, model "
+            f"`{s['checkpoint']}` (sha256 `{s['sha256'][:16]}`) at iteration {s['iteration']}; record "
+            f"[records/{RECORD}.json](records/{RECORD}.json), every row's differences) decodes up to "
+            f"{s['rows_per_task']} validation rows of each task ({n} in all: "
+            + ", ".join(f"{task} {k}" for task, k in per_task.items())
+            + f") alone on one thread, then in random batches (seed {s['seed']}) of each size with each thread "
+              "count:\n\n"
+            + table(("threads", "batch size", "rows", "answers changed", "largest probability difference",
+                     "largest weight difference"), [setting_row(c) for c in record["cases"]])
             + f"\n\nOver every setting {answers}; a token's probability moved by at most "
               f"{largest(record, 'probability'):.1e} and a source weight by at most {largest(record, 'weights'):.1e}. "
               "`deca predict` and `deca serve` round both to 6 digits, so the last digit of a number can differ "
