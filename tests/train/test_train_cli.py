@@ -221,3 +221,18 @@ def test_a_full_disk_before_any_checkpoint_removes_the_run_folder_and_says_where
     (run / "checkpoint_manager_snapshot.json").write_text(
         json.dumps({"checkpoint_results": [{"checkpoint_dir_name": "checkpoint_00000002"}]}))
     assert not discard_unstarted(run) and run.is_dir()
+
+
+def test_a_full_disk_under_ray_trains_own_writes_is_named_too(tmp_path):
+    """Ray Train's controller writes its checkpoint snapshot into the run folder on the driver (a ControllerError)."""
+    from ray.train.v2.api.exceptions import ControllerError
+
+    from train.driver import training_failed
+
+    run = tmp_path / "checkpoints" / "r"
+    snapshot = run / "checkpoint_manager_snapshot.json"
+    text = str(training_failed(ControllerError(OSError(28, "No space left on device", str(snapshot))), "r", run,
+                               kept=True))
+    assert text.splitlines() == [f"training run 'r' failed: no space left on the device of {snapshot}",
+                                 "  fix: free space there or set train.storage_dir to a disk with room, then resume",
+                                 f"  checkpoints: {run}; continue with `deca train --resume r`"]
