@@ -18,7 +18,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from deca.io import _fsync, as_write_error, make_dirs, remove_dirs, swap_dir
+from deca import io as deca_io  # its _fsync looked up at each call (tests replace it)
+from deca.io import as_write_error, make_dirs, remove_dirs, swap_dir
 
 SUFFIX = ".staged"
 
@@ -69,14 +70,14 @@ class Staging:
         for stage in self._stages:
             if stage.whole:
                 swap_dir(stage.tmp, stage.root)
-                _fsync(stage.root.parent)
+                deca_io._fsync(stage.root.parent)
                 continue
             for path in sorted(p for p in stage.tmp.rglob("*") if p.is_file()):
                 target = stage.root / path.relative_to(stage.tmp)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(path, target)
             shutil.rmtree(stage.tmp)
-            _fsync(stage.root)
+            deca_io._fsync(stage.root)
         self._stages = []
 
     def discard(self) -> None:
