@@ -156,10 +156,12 @@ def as_write_error(exc: BaseException, path: Path, tmp_dir: Path | None = None) 
     """`exc` as a WriteError naming `path` when it is an OSError of writing `path`: one naming `path`, a
     temporary name beside it (``.<name>.*``) or a file under the temporary directory `tmp_dir` (then named
     as under `path`), or naming no file with an errno of writing (`WRITE_ERRNOS`: a full disk, a read-only
-    one); also a WriteError that a framework wrapped (a Beam worker writing the temporary file). Any other
+    one); also a WriteError that a framework wrapped (a Beam worker writing the temporary file), and such an
+    OSError naming no file that a library wrapped in another error (torch.save's RuntimeError). Any other
     exception comes back as it is (an OSError about another file names that file)."""
-    err = exc if isinstance(exc, OSError) else next(
-        (e for e in exception_chain(exc) if isinstance(e, WriteError)), None)
+    chain = exception_chain(exc)
+    err = exc if isinstance(exc, OSError) else next((e for e in chain if isinstance(e, WriteError)), None) or next(
+        (e for e in chain if isinstance(e, OSError) and e.errno in WRITE_ERRNOS and not e.filename), None)
     if err is None or (isinstance(err, DecaError) and not isinstance(err, WriteError)):
         return exc
     if err.filename:

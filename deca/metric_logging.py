@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
-from deca.errors import DecaError
+from deca.errors import DecaError, WriteError
 
 BATCH = 500  # MLflow's log_batch takes at most 1000 metrics
 
@@ -110,11 +110,31 @@ class MLflowLogger:
         self.client.set_tag(self.run_id, key, str(value))
 
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        """Copy a file or directory into the run's artifacts; a full local artifact store is a WriteError naming
+        where it went (MLflow's copy names no file)."""
         path = Path(path)
-        if path.is_dir():
-            self.client.log_artifacts(self.run_id, str(path), artifact_path)
-        else:
-            self.client.log_artifact(self.run_id, str(path), artifact_path)
+        try:
+            if path.is_dir():
+                self.client.log_artifacts(self.run_id, str(path), artifact_path)
+            else:
+                self.client.log_artifact(self.run_id, str(path), artifact_path)
+        except OSError as exc:
+            err = self._write_error(exc, path, artifact_path)
+            if err is exc:
+                raise
+            raise err from exc
+
+    def _write_error(self, exc: OSError, path: Path, artifact_path: str | None) -> OSError:
+        from urllib.parse import unquote, urlparse
+
+        from deca.io import WRITE_ERRNOS
+
+        uri = self.client.get_run(self.run_id).info.artifact_uri
+        if isinstance(exc, WriteError) or exc.errno not in WRITE_ERRNOS or urlparse(uri).scheme not in ("", "file"):
+            return exc
+        root = Path(unquote(urlparse(uri).path))
+        target = root / (artifact_path or "") / (path.name if path.is_file() else "")
+        return WriteError(exc.errno, os.strerror(exc.errno), target, where=root)
 
 
 class MemoryLogger:

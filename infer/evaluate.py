@@ -3,11 +3,11 @@
 `evaluate(params, run=..., checkpoint=...)` is the work behind `deca evaluate` (infer/evaluate_cli.py):
 the checkpoint (a run's best/model.pt, or any file), the tasks with the split, greedy answers, scores
 (eval.api), which source answers each token (the paper's Figure 3: eval.sources, from the switch weights
-that greedy decoding returns), then the files (written atomically; the predictions directory is swapped
-in as a whole, so a failed run leaves the previous results as they were) and, for a run, its MLflow run:
-metrics under ``<split>/<task>/<metric>`` and ``<split>/<task>/source/...`` at the checkpoint's iteration
-(deca.metric_logging) and the tag ``evaluated.<split>`` naming that iteration (so `deca compare` prefers
-these values).
+that greedy decoding returns), then the files (each written under a temporary name, all renamed into place
+together: a failed run, a full disk, leaves no partial output and the previous results as they were) and, for
+a run, its MLflow run: metrics under ``<split>/<task>/<metric>`` and ``<split>/<task>/source/...`` at the
+checkpoint's iteration (deca.metric_logging) and the tag ``evaluated.<split>`` naming that iteration (so
+`deca compare` prefers these values).
 """
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ from typing import Any, Mapping, Sequence
 
 from deca.checks import EVALUATED_SPLITS, check_params
 from deca.errors import ConfigError, DataError
-from deca.io import check_writable, file_sha256, replace_dir, write_json, write_text
+from deca.io import check_writable, file_sha256, write_json, write_text
 from deca.metric_logging import MetricLogger, MLflowLogger, TrackingServerDown, check_server
 from deca.registry import get_task, resolve_tasks
+from deca.staging import Staging
 from deca.schema import read_split
 from eval.api import check_metrics, decascore, score_task
 from eval.report import bar_chart, figure3_chart, markdown, write_plots
@@ -226,22 +227,26 @@ def write_results(ec, scored: Mapping[str, Any], predictions: Mapping[str, Seque
                   checkpoint: Path, extra: Mapping[str, Any], skipped: Mapping[str, str],
                   run_info: Mapping[str, Any]) -> Written:
     """Predictions, metrics, report, charts (headline.png, figure3.png) and plots at the `evaluate` section's
-    paths."""
-    directory = write_predictions_dir(ec.predictions_dir, predictions, made_by(checkpoint))
+    paths, all renamed into place once every one is written (deca.staging): a failure (a full disk) leaves
+    none of them, and the previous results as they were."""
     doc = metrics_document(scored)
     doc.update(checkpoint=str(checkpoint), iteration=extra.get("iteration"), max_examples=ec.max_examples,
                skipped=dict(skipped))
     if "clean" in scored:  # the scores without the examples `deca contamination` flags
         doc["clean"] = clean_entry(scored["clean"])
-    metrics = write_json(ec.metrics_path, doc)
-    report = write_text(Path(ec.report_dir) / "report.md",
-                        report_header(checkpoint, extra, ec.split, skipped, ec.max_examples) + markdown(scored)
-                        + examples_markdown(predictions))
-    chart = bar_chart(scored, Path(ec.report_dir) / "headline.png")
-    figure3 = figure3_chart(scored, Path(ec.report_dir) / "figure3.png")
-    with tempfile.TemporaryDirectory() as tmp:
-        plots = write_plots(scored, ec.plots_dir, training_curves(run_info, tmp))
-    return Written(directory, metrics, report, chart, figure3, tuple(plots))
+    with Staging() as stage:
+        fill_predictions(stage.directory(ec.predictions_dir), predictions, made_by(checkpoint))
+        write_json(stage.file(ec.metrics_path), doc)
+        report_dir = stage.directory(ec.report_dir, whole=False)
+        report = write_text(report_dir / "report.md",
+                            report_header(checkpoint, extra, ec.split, skipped, ec.max_examples) + markdown(scored)
+                            + examples_markdown(predictions))
+        chart = bar_chart(scored, report_dir / "headline.png")
+        figure3 = figure3_chart(scored, report_dir / "figure3.png")
+        with tempfile.TemporaryDirectory() as tmp:
+            plots = write_plots(scored, stage.directory(ec.plots_dir, whole=False), training_curves(run_info, tmp))
+        final = [stage.final(p) for p in (report, chart, figure3, *plots)]
+    return Written(Path(ec.predictions_dir), Path(ec.metrics_path), *final[:3], tuple(final[3:]))
 
 
 def clean_entry(clean: Mapping[str, Any]) -> dict:
@@ -272,20 +277,16 @@ def made_by(checkpoint: Path) -> dict[str, str]:
     return {"checkpoint": str(checkpoint), "sha256": file_sha256(checkpoint)}
 
 
-def write_predictions_dir(target: str | Path, predictions: Mapping[str, Sequence[Record]],
-                          model: Mapping[str, str] | None = None) -> Path:
-    """<task>.jsonl files (id, prediction, then context, question and gold answer side by side) in a fresh
-    directory swapped in for `target`, with MODEL_FILE saying which checkpoint made them; `deca score` reads
-    the id and the prediction."""
-    def fill(tmp: Path) -> None:
-        if model is not None:
-            (tmp / MODEL_FILE).write_text(json.dumps(dict(model), indent=1) + "\n", encoding="utf-8")
-        for task, records in predictions.items():
-            with open(tmp / f"{task}.jsonl", "w", encoding="utf-8") as f:
-                for record in records:
-                    f.write(json.dumps(dict(record), ensure_ascii=False) + "\n")
-
-    return replace_dir(target, fill)
+def fill_predictions(directory: Path, predictions: Mapping[str, Sequence[Record]],
+                     model: Mapping[str, str] | None = None) -> None:
+    """<task>.jsonl files (id, prediction, then context, question and gold answer side by side) in `directory`,
+    with MODEL_FILE saying which checkpoint made them; `deca score` reads the id and the prediction."""
+    if model is not None:
+        (directory / MODEL_FILE).write_text(json.dumps(dict(model), indent=1) + "\n", encoding="utf-8")
+    for task, records in predictions.items():
+        with open(directory / f"{task}.jsonl", "w", encoding="utf-8") as f:
+            for record in records:
+                f.write(json.dumps(dict(record), ensure_ascii=False) + "\n")
 
 
 def examples_markdown(predictions: Mapping[str, Sequence[Record]], n: int = EXAMPLES_IN_REPORT) -> str:

@@ -16,8 +16,9 @@ Writes (paths from the `evaluate` section of params.yaml):
   <report_dir>/report.md, headline.png, figure3.png (Figure 3 as stacked bars)
   <plots_dir>/per_task.csv, per_task.png, figure3.csv, figure3.png, loss.png, validation.png
                                    (`dvc plots show`; curves from MLflow)
-Every file is written under a temporary name and renamed when complete; the predictions directory is
-replaced as a whole, so a failed run leaves the previous results as they were. With a run directory the
+Every file is written under a temporary name and all are renamed into place once complete (the predictions
+directory replaced as a whole), so a failed run (a full disk) leaves no partial output and the previous results
+as they were. With a run directory the
 metrics are also logged into that run's MLflow run (as <split>/<task>/<metric>, <split>/decascore,
 <split>/<task>/source/{vocabulary,context,question}_{share,mean_weight}; the last are not in the decaScore).
 """

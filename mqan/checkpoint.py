@@ -8,7 +8,8 @@ Loading uses ``torch.load(weights_only=True)`` (no pickled code runs) and refuse
 fingerprint differs from the one the model was trained with. Pre-trained vectors are *not* stored (GloVe
 840B alone is 2.6 GB): they are reopened from the sources named in the model config (or passed in), and
 a source whose fingerprint differs from the recorded one is refused.
-Files are written to a temporary name and renamed, so a crash never leaves half a checkpoint.
+Files are written to a temporary name and renamed, so a crash never leaves half a checkpoint; a full disk is
+a WriteError naming the file (`torch_save`).
 The resumable training state is another thing (train/state.py).
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch
 
 from deca.config import ModelConfig, from_dict
 from deca.errors import ConfigError, DataError, load_refusal
-from deca.io import atomic_write
+from deca.io import as_write_error, atomic_write
 from mqan.model import MQAN, build_model, vector_sources
 from mqan.vectors import VectorSource
 from mqan.vocab import Vocab
@@ -34,7 +35,6 @@ READABLE = ("deca-mqan/2", FORMAT)
 def save_checkpoint(path: str | Path, model: MQAN, extra: dict[str, Any] | None = None) -> Path:
     """Write `model` (and `extra`: tensors, numbers, strings, lists, dicts, e.g. an optimizer state) to `path`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "format": FORMAT,
         "model_config": dataclasses.asdict(model.cfg),
@@ -46,7 +46,22 @@ def save_checkpoint(path: str | Path, model: MQAN, extra: dict[str, Any] | None 
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "extra": extra or {},
     }
-    return atomic_write(path, lambda tmp: torch.save(payload, tmp))
+    return atomic_write(path, lambda tmp: torch_save(payload, tmp))
+
+
+def torch_save(obj: Any, path: str | Path) -> Path:
+    """``torch.save(obj, path)`` through a Python file, so that a full disk is an OSError (ENOSPC) and comes out
+    as a WriteError naming `path`: given a path, torch's own writer fails with a RuntimeError ("unexpected pos")
+    that says neither."""
+    try:
+        with open(path, "wb") as f:
+            torch.save(obj, f)
+    except Exception as exc:
+        err = as_write_error(exc, Path(path))
+        if err is exc:
+            raise
+        raise err from exc
+    return Path(path)
 
 
 def read_checkpoint(path: str | Path, map_location="cpu") -> dict[str, Any]:

@@ -25,12 +25,12 @@ from deca.config import Params
 from deca.errors import ConfigError, DataError, DecaError, interrupted
 from deca.io import write_json
 from deca.registry import resolve_tasks
-from deca.runs import RUN_FILE, latest_run, model_file, read_run_file
+from deca.runs import RUN_FILE, best_model_path, latest_run, model_file, read_run_file
 from deca.schema import shard_rows, split_dir
 from eval.api import check_metrics
 from train.choices import allowed_values
 from train.progress import ProgressBar, resumed_iteration
-from train.resume import auto_resume, params_for_resume
+from train.resume import auto_resume, params_for_resume, registered_checkpoints
 from train.schedule import Schedule, from_config
 
 log = logging.getLogger(__name__)
@@ -264,8 +264,8 @@ def discard_unstarted(run_dir: Path) -> bool:
     whether it was removed."""
     import shutil
 
-    if not run_dir.is_dir() or (run_dir / "best").exists() or any(run_dir.glob("checkpoint_*")):
-        return False
+    if not run_dir.is_dir() or best_model_path(run_dir).is_file() or registered_checkpoints(run_dir):
+        return False  # a checkpoint folder Ray did not register was cut off (a full disk): nothing to resume
     shutil.rmtree(run_dir, ignore_errors=True)
     return not run_dir.exists()
 
@@ -297,8 +297,10 @@ def training_failed(exc: BaseException, run_name: str, run_dir: Path, kept: bool
 
     cause = worker_cause(exc)
     if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
-        where = cause.filename or run_dir
-        what = f"no space left on the device of {where}\n  fix: free space there, then resume"
+        where = Path(cause.filename or run_dir)
+        elsewhere = " or set train.storage_dir to a disk with room" if where.is_relative_to(run_dir.parent) else ""
+        what = (f"no space left on the device of {where}\n  fix: free space there{elsewhere}, then "
+                + ("resume" if kept else "train again"))
     elif isinstance(cause, OSError) and not isinstance(cause, DecaError):
         what = f"{cause.filename + ': ' if cause.filename else ''}{cause.strerror or cause}"
     elif cause is not None:
@@ -337,7 +339,7 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     `resume`, reopen) the run: (params, run name, tracking URI, MLflow run id). A new run writes
     <storage>/<name>/deca_run.json; an existing name is refused."""
     from deca.metric_logging import check_server
-    from train.tracking import record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
+    from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 
     storage = Path(params.train.storage_dir)
     if resume:
@@ -369,11 +371,14 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project, vocab=vocab,
                        tags={"strategy": tc.strategy, "tasks": ",".join(tasks),
                              "schedule": schedule.describe(), "workers": str(tc.num_workers)})
-    record_lineage(uri, run_id, params, tasks, project, vocab)
-    (storage / run_name).mkdir(parents=True)
-    write_json(storage / run_name / RUN_FILE,
-               {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "params": dataclasses.asdict(params)})
+    try:  # the run folder is made with its record, and only then (a full disk leaves neither)
+        record_lineage(uri, run_id, params, tasks, project, vocab)
+        write_json(storage / run_name / RUN_FILE,
+                   {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "params": dataclasses.asdict(params)})
+    except BaseException:
+        end_run(uri, run_id, "FAILED")
+        raise
     return params, run_name, uri, run_id
 
 

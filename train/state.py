@@ -16,17 +16,19 @@ import numpy as np
 import torch
 
 from deca.errors import DataError, load_refusal
+from mqan.checkpoint import torch_save
 
 STATE_FILE = "state.pt"
 
 
 def save_training_state(directory: str | Path, rank: int, worker_state: dict[str, Any],
                         state: dict[str, Any] | None = None) -> None:
-    """Write this worker's `worker_state` (and, on rank 0, the shared `state`) into a checkpoint directory."""
+    """Write this worker's `worker_state` (and, on rank 0, the shared `state`) into a checkpoint directory (a full
+    disk: a WriteError naming the file)."""
     directory = Path(directory)
     if state is not None:
-        torch.save(state, directory / STATE_FILE)
-    torch.save(worker_state, directory / f"rank{rank}.pt")
+        torch_save(state, directory / STATE_FILE)
+    torch_save(worker_state, directory / f"rank{rank}.pt")
 
 
 def load_training_state(directory: str | Path, rank: int, map_location="cpu") -> tuple[dict, dict]:

@@ -38,7 +38,7 @@ from typing import Any, Mapping
 import yaml
 
 from deca.config import tracking_uri  # noqa: F401  (re-exported: train code imports it from here)
-from deca.metric_logging import MetricLogger, client
+from deca.metric_logging import MetricLogger, MLflowLogger, client
 
 PARAM_LIMIT = 6000  # MLflow's maximum param value length
 
@@ -86,14 +86,19 @@ def start_run(uri: str, experiment: str, run_name: str, config: Mapping[str, Any
     run = c.create_run(exp_id, run_name=run_name,
                        tags={"vocab.sha256": vocab["sha256"], **owner_tags(), **(tags or {})})
     run_id = run.info.run_id
-    params = [Param(k, v) for k, v in sorted(flatten(config).items())]
-    for i in range(0, len(params), 100):
-        c.log_batch(run_id, params=params[i:i + 100])
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "params.yaml").write_text(yaml.safe_dump(dict(config), sort_keys=False), encoding="utf-8")
-        (Path(tmp) / "vocab_fingerprint.json").write_text(json.dumps(dict(vocab), indent=2), encoding="utf-8")
-        c.log_artifact(run_id, str(Path(tmp) / "params.yaml"), "config")
-        c.log_artifact(run_id, str(Path(tmp) / "vocab_fingerprint.json"), "config")
+    try:  # a failure (a full artifact store) leaves the run FAILED, not RUNNING
+        params = [Param(k, v) for k, v in sorted(flatten(config).items())]
+        for i in range(0, len(params), 100):
+            c.log_batch(run_id, params=params[i:i + 100])
+        logger = MLflowLogger(uri, run_id)
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "params.yaml").write_text(yaml.safe_dump(dict(config), sort_keys=False), encoding="utf-8")
+            (Path(tmp) / "vocab_fingerprint.json").write_text(json.dumps(dict(vocab), indent=2), encoding="utf-8")
+            logger.log_artifact(Path(tmp) / "params.yaml", "config")
+            logger.log_artifact(Path(tmp) / "vocab_fingerprint.json", "config")
+    except BaseException:
+        c.set_terminated(run_id, "FAILED")
+        raise
     return run_id
 
 

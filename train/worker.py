@@ -7,6 +7,8 @@ Rank 0 logs into the run's MLflow run and, at the end, attaches the best model a
 """
 from __future__ import annotations
 
+import functools
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ import torch
 
 from deca.config import Params, from_dict
 from deca.custom_tasks import declare
+from deca.errors import WriteError
+from deca.io import WRITE_ERRNOS
 from deca.metric_logging import MLflowLogger
 from mqan.allocator import keep_large_blocks
 from train.distributed import Distributed
@@ -23,12 +27,19 @@ from train.recipe import TrainingRecipe
 from deca.runs import best_model_path
 
 
-def report_to_ray(metrics: dict[str, Any], directory: Path, iteration: int) -> None:
-    """Publish a checkpoint directory to Ray Train (which copies it into the run's storage)."""
+def report_to_ray(metrics: dict[str, Any], directory: Path, iteration: int, run_dir: str | Path = "") -> None:
+    """Publish a checkpoint directory to Ray Train (which copies it into the run's storage, `run_dir`); a full
+    disk there is a WriteError naming the checkpoint folder (Ray's copy names no file)."""
     import ray.train
 
-    ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(directory)),
-                     checkpoint_dir_name=f"checkpoint_{iteration:08d}")
+    name = f"checkpoint_{iteration:08d}"
+    try:
+        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(directory)),
+                         checkpoint_dir_name=name)
+    except OSError as exc:
+        if isinstance(exc, WriteError) or exc.errno not in WRITE_ERRNOS or not run_dir:
+            raise
+        raise WriteError(exc.errno, os.strerror(exc.errno), Path(run_dir) / name, where=Path(run_dir).parent) from exc
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
@@ -62,7 +73,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         if logger:  # one point per start from a checkpoint: a restart after a failure, or --resume
             logger.log_metrics({"resumed_from_iteration": recipe.iteration}, recipe.iteration)
     record_placement(dist, logger)
-    recipe.train(publish=report_to_ray)
+    recipe.train(publish=functools.partial(report_to_ray, run_dir=config["run_dir"]))
     if logger:
         attach_results(recipe, logger, config)
     recipe.cleanup()

@@ -90,6 +90,8 @@ def disk_full_in_a_worker(tmp: Path) -> str:
     def worker_fails(trainer):
         (run_dir / "checkpoint_000001").mkdir(parents=True)
         (run_dir / "checkpoint_000001" / "state.pt").write_bytes(b"kept")
+        (run_dir / "checkpoint_manager_snapshot.json").write_text(  # Ray Train registered it
+            '{"checkpoint_results": [{"checkpoint_dir_name": "checkpoint_000001"}]}', encoding="utf-8")
         raise WorkerGroupError("[Rank 0]\nTraceback ...", {0: OSError(errno.ENOSPC, ENOSPC, str(target))})
 
     argv, started = train_argv(tmp), []

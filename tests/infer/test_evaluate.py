@@ -362,3 +362,46 @@ def test_a_custom_task_example_over_the_input_limit_is_named_with_its_file():
                                         r"20,000 characters, got 20,001"):
         check_custom_rows(params, "myqa", rows)
     check_custom_rows(params, "myqa", rows[:1])
+
+
+def test_a_full_disk_after_the_predictions_leaves_the_previous_results_whole(setup, tmp_path, monkeypatch):
+    import errno
+
+    from deca.errors import WriteError
+    from deca.io import atomic_write
+
+    def full_disk(tmp):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    params = params_for(setup)
+    params = dataclasses.replace(params, evaluate=dataclasses.replace(
+        params.evaluate, **{k: v.replace(str(setup[0] / "out"), str(tmp_path / "out"))
+                            for k, v in dataclasses.asdict(params.evaluate).items() if k.endswith(("_dir", "_path"))}))
+    evaluate(params, progress=False)
+    before = {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    monkeypatch.setattr("infer.evaluate.figure3_chart", lambda scored, path: atomic_write(path, full_disk))
+    with pytest.raises(WriteError, match=f"^{tmp_path / 'out' / 'report' / 'figure3.png'}: No space left on device"
+                                         f"\n  fix: free space"):
+        evaluate(dataclasses.replace(params, evaluate=dataclasses.replace(params.evaluate, max_examples=2)),
+                 progress=False)
+    assert {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()} == before
+    assert [p.name for p in (tmp_path / "out").rglob(".*")] == []  # no temporary left
+
+
+def test_a_full_disk_leaves_no_new_output_folder(setup, tmp_path, monkeypatch):
+    import errno
+
+    from deca.errors import WriteError
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    params = params_for(setup)
+    out = tmp_path / "new" / "out"
+    params = dataclasses.replace(params, evaluate=dataclasses.replace(
+        params.evaluate, predictions_dir=str(out / "predictions"), metrics_path=str(out / "metrics.json"),
+        report_dir=str(out / "report"), plots_dir=str(out / "plots")))
+    monkeypatch.setattr("deca.io._fsync", full_disk)  # every file written, then the disk is full
+    with pytest.raises(WriteError, match="No space left on device"):
+        evaluate(params, progress=False)
+    assert list(tmp_path.iterdir()) == []

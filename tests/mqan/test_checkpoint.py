@@ -119,3 +119,38 @@ def test_a_directory_is_called_a_directory_with_the_file_to_give(tmp_path):
         read_checkpoint(run / "best")
     with pytest.raises(DataError, match="a directory, not a checkpoint file\n  fix: give a model file"):
         read_checkpoint(tmp_path)
+
+
+class FillingFile:
+    """A file on a disk with `room` bytes left: a write past them fails with ENOSPC, as write() would."""
+
+    def __init__(self, path, room=1000):
+        self.f, self.room = open(path, "wb"), room
+
+    def write(self, data):
+        import errno
+
+        self.room -= len(data)
+        if self.room < 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return self.f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def test_a_full_disk_is_a_write_error_naming_the_file_and_leaves_nothing(tmp_path, monkeypatch):
+    """torch.save given a path fails with a RuntimeError ("unexpected pos") that names no file nor the cause."""
+    from deca.errors import WriteError
+
+    monkeypatch.setattr("mqan.checkpoint.open", lambda path, mode: FillingFile(path), raising=False)
+    target = tmp_path / "run" / "best" / "model.pt"
+    with pytest.raises(WriteError, match=f"^{target}: No space left on device\n  fix: free space"):
+        save_checkpoint(target, tiny_model())
+    assert list(tmp_path.iterdir()) == []  # neither the file nor the folders made for it

@@ -90,3 +90,27 @@ def test_a_new_start_closes_runs_left_running_by_a_process_that_is_gone(tmp_path
     assert c.get_run(live).info.status == "RUNNING" and c.get_run(other).info.status == "RUNNING"
     start_run(uri, "exp", "next", {"a": 1}, project=tmp_path, vocab=vocab)  # starting closes them too
     assert c.get_run(live).info.status == "RUNNING"
+
+
+def test_a_full_artifact_store_names_where_and_leaves_the_run_failed(tmp_path, monkeypatch):
+    """MLflow's local copy fails with an OSError naming no file; the run it had created was left RUNNING."""
+    import errno
+
+    import pytest
+
+    from deca.errors import WriteError
+    from deca.metric_logging import client
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text('" a "\t3\n')
+    monkeypatch.setattr("mlflow.store.artifact.local_artifact_repo.shutil.copyfileobj", full_disk)
+    with pytest.raises(WriteError, match=f"^{tmp_path / 'mlruns' / 'exp'}/.*/config/params.yaml: No space left on "
+                                         f"device\n  fix: free space on the disk that holds {tmp_path / 'mlruns'}"):
+        start_run(uri, "exp", "r1", {"train": {"iterations": 5}}, project=tmp_path, vocab=vocab_fingerprint(vocab))
+    c = client(uri)
+    runs = c.search_runs([c.get_experiment_by_name("exp").experiment_id])
+    assert [r.info.status for r in runs] == ["FAILED"]

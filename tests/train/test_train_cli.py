@@ -196,3 +196,43 @@ def test_deca_train_checks_params_builds_the_schedule_and_declares_custom_tasks_
     with pytest.raises(driver.TrainingFailed, match="RayStarts"):
         args._run(args)
     assert calls == {"check_params": 1, "declare": 1, "from_config": 1}
+
+
+def test_a_full_disk_before_any_checkpoint_removes_the_run_folder_and_says_where(tmp_path):
+    """Ray's copy of the first checkpoint cut off by a full disk leaves a folder Ray never registered: nothing
+    to resume, so the run folder goes; a registered checkpoint keeps it."""
+    from ray.train.v2.api.exceptions import WorkerGroupError
+
+    from deca.errors import WriteError
+    from train.driver import discard_unstarted, training_failed
+
+    run = tmp_path / "checkpoints" / "r"
+    (run / "checkpoint_00000002").mkdir(parents=True)
+    (run / "checkpoint_00000002" / "state.pt").write_bytes(b"cut off")
+    (run / RUN_FILE).write_text("{}")
+    assert discard_unstarted(run) and not run.exists()
+    model = run / "best" / "model.pt"
+    text = str(training_failed(WorkerGroupError("[Rank 0] ...", {0: WriteError(28, "No space left on device", model)}),
+                               "r", run, kept=False))
+    assert text.splitlines() == [f"training run 'r' failed: no space left on the device of {model}",
+                                 "  fix: free space there or set train.storage_dir to a disk with room, then train "
+                                 "again", f"  no checkpoint was written: the run folder {run} was removed"]
+    (run / "checkpoint_00000002").mkdir(parents=True)
+    (run / "checkpoint_manager_snapshot.json").write_text(
+        json.dumps({"checkpoint_results": [{"checkpoint_dir_name": "checkpoint_00000002"}]}))
+    assert not discard_unstarted(run) and run.is_dir()
+
+
+def test_a_full_disk_under_ray_trains_own_writes_is_named_too(tmp_path):
+    """Ray Train's controller writes its checkpoint snapshot into the run folder on the driver (a ControllerError)."""
+    from ray.train.v2.api.exceptions import ControllerError
+
+    from train.driver import training_failed
+
+    run = tmp_path / "checkpoints" / "r"
+    snapshot = run / "checkpoint_manager_snapshot.json"
+    text = str(training_failed(ControllerError(OSError(28, "No space left on device", str(snapshot))), "r", run,
+                               kept=True))
+    assert text.splitlines() == [f"training run 'r' failed: no space left on the device of {snapshot}",
+                                 "  fix: free space there or set train.storage_dir to a disk with room, then resume",
+                                 f"  checkpoints: {run}; continue with `deca train --resume r`"]
