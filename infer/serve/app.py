@@ -54,8 +54,8 @@ class Backend(Protocol):
     def health(self) -> dict:
         """What `GET /health` adds about the model and the batching."""
 
-    # optional: async open() at the app's start, drain(grace_s) to fail the calls not answered within grace_s
-    # (`drain`), async close() at its end
+    # optional: async open() at the app's start, drain(grace_s, left_s) to fail the calls not answered within
+    # left_s (`drain`), async close() at its end
 
 
 class LocalBackend:
@@ -77,8 +77,8 @@ class LocalBackend:
                              "batch_tokens": self.batcher.batch_tokens, "slice_ms": self.batcher.slice * 1000,
                              "batches": stats.batches, "rows": stats.rows, "largest_batch": stats.largest}}
 
-    def drain(self, grace_s: float) -> None:
-        self.batcher.drain(grace_s)
+    def drain(self, grace_s: float, left_s: float | None = None) -> None:
+        self.batcher.drain(grace_s, left_s)
 
     async def close(self) -> None:
         await self.batcher.stop()
@@ -150,12 +150,13 @@ def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
     return app
 
 
-def drain(app: FastAPI, grace_s: float) -> None:
-    """Start the drain (see the module docstring): new calls refused, those in flight failed after `grace_s`."""
+def drain(app: FastAPI, grace_s: float, left_s: float | None = None) -> None:
+    """Start the drain (see the module docstring): new calls refused, those in flight failed after `left_s`
+    seconds (default: `grace_s`, the whole grace)."""
     app.state.draining = True
     backend_drain = getattr(app.state.backend, "drain", None)
     if backend_drain is not None:
-        backend_drain(grace_s)
+        backend_drain(grace_s, left_s)
 
 
 async def drained(app: FastAPI, timeout_s: float) -> bool:

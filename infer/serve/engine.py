@@ -207,10 +207,12 @@ class Batcher:
         self._wake.set()
         return list(await asyncio.gather(*futures))
 
-    def drain(self, grace_s: float) -> None:
-        """Fail every call not answered `grace_s` seconds from now with `Draining`, and every later call."""
+    def drain(self, grace_s: float, left_s: float | None = None) -> None:
+        """Fail every call not answered `left_s` (default: `grace_s`) seconds from now with `Draining`, and every
+        later call; the error names the grace, `grace_s`."""
         if self._deadline is None:
-            self._deadline = asyncio.get_running_loop().call_later(grace_s, self._close, grace_s)
+            left_s = grace_s if left_s is None else left_s
+            self._deadline = asyncio.get_running_loop().call_later(left_s, self._close, grace_s)
 
     def _close(self, grace_s: float) -> None:
         self._closed = Draining(f"the server is shutting down and did not answer within its {grace_s:g} s grace")

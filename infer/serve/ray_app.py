@@ -61,18 +61,18 @@ class DecaServe:
         """The app has started: wait for the driver's drain (infer/serve/ray_drain.py)."""
         if self.signal is not None:
             replica = serve.get_replica_context().replica_tag
-            self.watching = asyncio.create_task(watch(self.signal, self.app, self.config.grace_s, replica))
+            self.watching = asyncio.create_task(watch(self.signal, self.http_app, self.config.grace_s, replica))
 
-    def drain(self, grace_s: float) -> None:
-        self.backend.drain(grace_s)
+    def drain(self, grace_s: float, left_s: float | None = None) -> None:
+        self.backend.drain(grace_s, left_s)
 
     def health(self) -> dict:
         return {**self.backend.health(), "serving": "ray", "replica": serve.get_replica_context().replica_tag,
                 "pid": os.getpid()}
 
     def __serve_build_asgi_app__(self):
-        self.app = create_app(self, self.config.limits)
-        return self.app
+        self.http_app = create_app(self, self.config.limits)  # not `app`: a property of @serve.ingress
+        return self.http_app
 
 
 def start_ray(config: ServeConfig, replicas: int, host: str = "127.0.0.1", port: int = 8000) -> str:
@@ -105,13 +105,8 @@ def replica_states() -> dict[str, int]:
 
 
 def drain_ray(replicas: int, grace_s: float) -> bool:
-    """Drain the replicas (infer/serve/ray_drain.py), then delete the app, which Serve does once its proxy has
-    passed on their last answers; whether every replica had answered its calls in time."""
-    if not _SIGNAL:
-        return True
-    done = drain_replicas(_SIGNAL[0], replicas, grace_s)
-    serve.delete(APP_NAME)
-    return done
+    """Drain the replicas (infer/serve/ray_drain.py); whether each had answered its calls in time."""
+    return drain_replicas(_SIGNAL[0], replicas, grace_s) if _SIGNAL else True
 
 
 def stop_ray() -> None:

@@ -6,8 +6,9 @@ Serve's own shutdown does not drain from outside: `serve.shutdown()` kills the H
 told so; it only waits for its calls to end, until `graceful_shutdown_timeout_s`. So the driver tells the
 replicas itself, through a `DrainSignal` actor that every replica awaits from its start (`watch`): once the
 driver has set it (`drain_replicas`), each replica refuses new calls with 503, fails those still unanswered
-after the grace with 503, and reports when it has no call left; then the driver shuts Serve down, and
-Serve's graceful shutdown finds the replicas idle.
+at the end of the grace (counted from the signal, in the driver's wall-clock time) with 503, and reports when
+it has no call left; then the driver shuts Serve down (`serve.shutdown`; not `serve.delete` first, whose
+proxy answers 404 in plain text meanwhile), and Serve's graceful shutdown finds the replicas idle.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from infer.serve.app import drain, drained
 # past the grace: the 503s of a replica's last calls are written (a call still tokenizing gets its 503 when it
 # reaches the batcher, a batch in the model thread is left at the end of its turn)
 MARGIN_S = 10.0
+# a replica's last answer has left its handler; this long for Serve's proxy to pass it on before it is killed
+SETTLE_S = 0.5
 
 
 @ray.remote(num_cpus=0)
@@ -29,12 +32,16 @@ class DrainSignal:
 
     def __init__(self):
         self._set = asyncio.Event()
+        self._deadline = 0.0
         self._idle: set[str] = set()
 
-    async def wait(self) -> None:
+    async def wait(self) -> float:
+        """The drain's deadline (time.time()), once it has started."""
         await self._set.wait()
+        return self._deadline
 
-    async def set(self) -> None:
+    async def set(self, deadline: float) -> None:
+        self._deadline = deadline
         self._set.set()
 
     async def idle(self, replica: str) -> None:
@@ -47,21 +54,23 @@ class DrainSignal:
 async def watch(signal, app, grace_s: float, replica: str) -> None:
     """In a replica, for its life: once the drain starts, drain `app` and report when its calls are answered."""
     try:
-        await signal.wait.remote()
+        deadline = await signal.wait.remote()
     except ray.exceptions.RayError:  # the driver went away without a drain: nothing to report to
         return
-    drain(app, grace_s)
-    await drained(app, grace_s + MARGIN_S)
+    left_s = min(grace_s, max(0.0, deadline - time.time()))
+    drain(app, grace_s, left_s)
+    await drained(app, left_s + MARGIN_S)
     await signal.idle.remote(replica)
 
 
 def drain_replicas(signal, replicas: int, grace_s: float) -> bool:
     """In the driver: start the drain and wait until `replicas` replicas have answered all their calls (True),
     or until the grace and a margin have passed (False)."""
-    ray.get(signal.set.remote())
+    ray.get(signal.set.remote(time.time() + grace_s))
     deadline = time.monotonic() + grace_s + MARGIN_S
     while time.monotonic() < deadline:
         if ray.get(signal.idle_replicas.remote()) >= replicas:
+            time.sleep(SETTLE_S)
             return True
         time.sleep(0.1)
     return False

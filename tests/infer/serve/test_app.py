@@ -157,7 +157,7 @@ class DrainedBackend:
 
         raise Draining("the server is shutting down and did not answer within its 2 s grace")
 
-    def drain(self, grace_s: float) -> None:
+    def drain(self, grace_s: float, left_s: float | None = None) -> None:
         self.grace.append(grace_s)
 
     def health(self) -> dict:

@@ -289,7 +289,7 @@ def test_a_small_call_is_answered_between_the_steps_of_a_long_row():
 
 
 def test_a_drain_answers_the_calls_done_in_its_grace_and_fails_the_rest_at_once():
-    """drain(0.3 s) with a short call (2 pieces of 10 ms) and a long one (3 rows of 100 pieces each, one row a
+    """A drain with 0.3 s left, with a short call (2 pieces of 10 ms) and a long one (3 rows of 100 pieces each, one row a
     batch) in flight: the short one is answered, the long one fails with Draining at the end of the grace (not
     after its 3 s of decoding), as does a call after it; no failed row is logged as an unretrieved error."""
     log: list[str] = []
@@ -304,9 +304,9 @@ def test_a_drain_answers_the_calls_done_in_its_grace_and_fails_the_rest_at_once(
             await asyncio.sleep(0.05)
             small = asyncio.ensure_future(batcher.submit([{**long_row(9, 3), "id": "small"}]))
             start = time.monotonic()
-            batcher.drain(0.3)
+            batcher.drain(5, left_s=0.3)  # 5 s of grace, 0.3 s of them left
             answered = await small
-            with pytest.raises(Draining, match="did not answer within its 0.3 s grace"):
+            with pytest.raises(Draining, match="did not answer within its 5 s grace"):
                 await large
             failed_after = time.monotonic() - start
             with pytest.raises(Draining):
