@@ -159,7 +159,7 @@ def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
 
 
 def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
-    """Deploy on Ray Serve and wait for SIGTERM, then drain (infer/serve/ray_drain.py); Serve and Ray are shut
+    """Deploy on Ray Serve and wait for SIGTERM, then drain (infer/serve/ray_app.py); Serve and Ray are shut
     down on the way out, also on Ctrl-C (130, without a drain)."""
     import time
 

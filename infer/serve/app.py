@@ -102,19 +102,7 @@ def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
     app = FastAPI(title="decaNLP MQAN", description="Ask a trained MQAN model; every answer token says which "
                   "source gave it (vocabulary, context or question).", lifespan=lifespan)
 
-    @app.exception_handler(RequestError)
-    async def refused(_request: Request, exc: RequestError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status)
-
-    @app.exception_handler(Draining)
-    async def draining(_request: Request, exc: Draining) -> JSONResponse:
-        return JSONResponse({"error": f"{exc}; retry in {RETRY_AFTER_S} s", "errors": []}, status_code=503,
-                            headers={"Retry-After": str(RETRY_AFTER_S)})
-
-    @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail), "errors": []}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+    add_error_handlers(app)
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -148,6 +136,24 @@ def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.state.backend, app.state.draining, app.state.in_flight = backend, False, 0
     return app
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every refusal as {"error": "<one line>", "errors": [...]}: bad requests (4xx), the drain (503 with
+    Retry-After) and Starlette's own (404, 405)."""
+    @app.exception_handler(RequestError)
+    async def refused(_request: Request, exc: RequestError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(Draining)
+    async def draining(_request: Request, exc: Draining) -> JSONResponse:
+        return JSONResponse({"error": f"{exc}; retry in {RETRY_AFTER_S} s", "errors": []}, status_code=503,
+                            headers={"Retry-After": str(RETRY_AFTER_S)})
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail), "errors": []}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
 
 
 def drain(app: FastAPI, grace_s: float, left_s: float | None = None) -> None:
