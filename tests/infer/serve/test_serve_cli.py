@@ -155,7 +155,7 @@ def answered_or_refused(results: list) -> list[int]:
 
 def new_calls_refused(url: str, within: float) -> str:
     """How new calls are refused (no connection, or 503 with Retry-After) at the latest `within` seconds from
-    now; until then a new call may still be answered."""
+    now; until then a new call may still be answered, or closed as the listener closes."""
     import urllib.error
     from http.client import RemoteDisconnected
 
@@ -164,15 +164,17 @@ def new_calls_refused(url: str, within: float) -> str:
         try:
             status, body, headers = http(f"{url}/predict", {"context": "a", "question": "b?"}, timeout=10)
         except urllib.error.URLError as exc:
-            assert isinstance(exc.reason, ConnectionRefusedError), exc
-            return "connection refused"
-        except (ConnectionResetError, RemoteDisconnected):  # the listener closing as the call came
-            return "connection closed"
-        assert status in (200, 503), (status, body)
-        if status == 503:
-            assert int(headers["Retry-After"]) > 0 and "takes no new calls" in body["error"], body
-            return "503"
-        assert time.monotonic() < deadline, f"new calls were still answered {within} s after the signal"
+            assert isinstance(exc.reason, (ConnectionRefusedError, ConnectionResetError)), exc
+            if isinstance(exc.reason, ConnectionRefusedError):
+                return "connection refused"
+        except (ConnectionResetError, RemoteDisconnected):  # accepted as the listener closed
+            pass
+        else:
+            assert status in (200, 503), (status, body)
+            if status == 503:
+                assert int(headers["Retry-After"]) > 0 and "takes no new calls" in body["error"], body
+                return "503"
+        assert time.monotonic() < deadline, f"new calls were still taken {within} s after the signal"
         time.sleep(0.1)
 
 
@@ -196,7 +198,7 @@ def test_sigterm_answers_what_finishes_in_the_grace_and_503s_the_rest(checkpoint
             calls_in_flight(url, 5, done=calls[-1].done)
             proc.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
-            assert new_calls_refused(url, within=1) == "connection refused"  # uvicorn has stopped listening
+            assert new_calls_refused(url, within=2) == "connection refused"  # uvicorn has stopped listening
             results = [c.result() for c in calls]
         code = proc.wait(timeout=60)
         took = time.monotonic() - signalled
