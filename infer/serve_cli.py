@@ -18,10 +18,15 @@ batch to fill; the rows of waiting calls are taken in turn, and the batches bein
 Calls over the limits (--max-requests per call, --max-chars per context: the same limit as `deca
 predict`) are refused with a 4xx status and a message naming the field. It listens on 127.0.0.1 only,
 unless --host says otherwise.
+
+SIGTERM drains it: new calls are refused (503 with Retry-After), the calls in flight are answered if they
+finish within --grace-s seconds, the rest get 503 with Retry-After, then it exits with status 0 (with --ray
+too). Ctrl-C ends it with status 130 (with --ray at once, without a drain).
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -32,6 +37,8 @@ from deca.runs import add_model_arguments
 from deca.errors import ConfigError
 from infer.limits import MAX_CONTEXT_CHARS, InputLimits
 from infer.serve.engine import BATCH_TOKENS, SLICE_MS
+
+GRACE_S = 30.0  # infer.serve.app.GRACE_S, without importing FastAPI for --help
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 # The model's torch threads: all cores but one. On 2 cores, a model on both stalls at every parallel region
@@ -46,6 +53,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     net = parser.add_argument_group("where to listen")
     net.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     net.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port, without --ray)")
+    net.add_argument("--grace-s", type=float, default=GRACE_S, metavar="S",
+                     help=f"on SIGTERM, how long the calls in flight get to finish before they are answered 503 "
+                          f"with Retry-After (default {GRACE_S:g}); then it exits with status 0")
     model = parser.add_argument_group("model and batching")
     model.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
     model.add_argument("--precision", default="fp32", metavar="P",
@@ -84,8 +94,12 @@ def check(args: argparse.Namespace):
     for name in ("max_batch", "max_requests", "max_chars", "batch_tokens", "threads"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if args.slice_ms < 0:
-        raise ConfigError(f"--slice-ms must be at least 0, got {args.slice_ms:g}")
+    for name, default in (("slice_ms", SLICE_MS), ("max_wait_ms", 5.0), ("grace_s", GRACE_S)):
+        option, value = f"--{name.replace('_', '-')}", getattr(args, name)
+        if not math.isfinite(value):
+            raise ConfigError(f"{option} must be a finite number, got {value:g} (e.g. {option} {default:g})")
+        if value < 0:
+            raise ConfigError(f"{option} must be at least 0, got {value:g}")
     if args.replicas is not None and not args.ray:
         raise ConfigError("--replicas goes with --ray (without it, one process serves)")
     if args.ray and (args.replicas or 2) < 1:
@@ -140,31 +154,44 @@ def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     print(announce(host, port, path, predictor.device), file=sys.stderr, flush=True)
-    serve_local(app, sock, "debug" if args.verbose else "warning")
+    serve_local(app, sock, "debug" if args.verbose else "warning", args.grace_s)
     return 0
 
 
 def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
-    """Deploy on Ray Serve and wait until interrupted; Serve and Ray are shut down on the way out."""
+    """Deploy on Ray Serve and wait for SIGTERM, then drain (infer/serve/ray_app.py); Serve and Ray are shut
+    down on the way out, also on Ctrl-C (130, without a drain)."""
     import time
 
-    from infer.serve.ray_app import ServeConfig, start_ray, stop_ray
+    from infer.serve.ray_app import ServeConfig, drain_ray, start_ray, stop_ray
 
     config = ServeConfig(path, vocab, args.device, args.max_batch, args.max_wait_ms, args.max_answer_length, limits,
-                         args.batch_tokens, args.precision, args.slice_ms)
+                         args.batch_tokens, args.precision, args.slice_ms, args.grace_s)
+    replicas = args.replicas or 2
     try:
-        start_ray(config, args.replicas or 2, args.host, args.port)
-        signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, which installs its own handler
-        print(announce(args.host, args.port, path, f"Ray Serve, {args.replicas or 2} replica(s)"),
-              file=sys.stderr, flush=True)
-        while True:
-            time.sleep(3600)
+        start_ray(config, replicas, args.host, args.port)
+        try:
+            signal.signal(signal.SIGTERM, _terminate)  # after ray.init, which installs its own handler
+            print(announce(args.host, args.port, path, f"Ray Serve, {replicas} replica(s)"), file=sys.stderr,
+                  flush=True)
+            while True:
+                time.sleep(3600)
+        except Terminated:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the drain short
+            if not drain_ray(replicas, args.grace_s):
+                print("deca serve: some calls were still open after the drain; their connections are closed",
+                      file=sys.stderr)
+        return 0
     finally:
         stop_ray()
 
 
-def _interrupt(signum, _frame) -> None:
-    raise KeyboardInterrupt  # so that `finally` shuts Ray down (deca's main reports "interrupted", 130)
+class Terminated(Exception):
+    """SIGTERM reached `deca serve --ray`."""
+
+
+def _terminate(signum, _frame) -> None:
+    raise Terminated
 
 
 def announce(host: str, port: int, path: str, where) -> str:

@@ -5,13 +5,18 @@ Routes:
                   writes for each ({"id", "answer", "tokens": [{"token", "source", "weights", "probability"}]}),
                   one object for one request, an array for an array; the header X-Elapsed-Ms says how long the
                   call took on the server (waiting for its batch included)
-  GET  /health    {"status": "ok", the checkpoint, device, batching counts, limits}
+  GET  /health    {"status": "ok", the checkpoint, device, batching counts, limits, the number of POST
+                  /predict calls in flight}; {"status": "draining", ...} with status 503 during a drain
   GET  /tasks     {"tasks": [{"task", "description", "group", "context", "question", "expected"}]}
   GET  /          the demo page (static/index.html, with static/app.js and static/style.css)
 
 The app answers through a backend: `LocalBackend` (a Predictor and an asyncio Batcher, in one process)
 here, or the Ray Serve deployment of infer/serve/ray_app.py. Refused calls get a 4xx status and
 {"error": "<one line>", "errors": [{"field", "message"}]} (infer/serve/schema.py).
+
+Shutting down (SIGTERM) is a drain (`drain`): new calls get 503 with Retry-After (uvicorn also stops
+listening), the calls in flight are answered if they finish within the grace, and the rest get 503 with
+Retry-After at its end (engine.Batcher.drain), each with the same one-line JSON error.
 """
 from __future__ import annotations
 
@@ -28,12 +33,16 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
-from infer.serve.engine import BATCH_TOKENS, SLICE_MS, Batcher, Predictor
+from infer.serve.engine import BATCH_TOKENS, SLICE_MS, Batcher, Draining, Predictor
 from infer.serve.examples import task_examples
 from infer.serve.schema import Limits, RequestError, parse_body, request_adapters
 
 STATIC = Path(__file__).resolve().parent / "static"
 GRACE_S = 30.0  # seconds the calls in flight get to finish after SIGTERM
+RETRY_AFTER_S = 5  # what a call refused by the drain is told: another instance, or this one restarted
+# uvicorn's own limit is later than the drain's: at the grace's end every call gets its 503 at once, except one
+# still tokenizing, which gets it when it reaches the batcher; uvicorn would cancel calls without an answer
+UVICORN_MARGIN_S = 10.0
 
 
 class Backend(Protocol):
@@ -44,6 +53,9 @@ class Backend(Protocol):
 
     def health(self) -> dict:
         """What `GET /health` adds about the model and the batching."""
+
+    # optional: async open() at the app's start, drain(grace_s, left_s) to fail the calls not answered within
+    # left_s (`drain`), async close() at its end
 
 
 class LocalBackend:
@@ -65,6 +77,9 @@ class LocalBackend:
                              "batch_tokens": self.batcher.batch_tokens, "slice_ms": self.batcher.slice * 1000,
                              "batches": stats.batches, "rows": stats.rows, "largest_batch": stats.largest}}
 
+    def drain(self, grace_s: float, left_s: float | None = None) -> None:
+        self.batcher.drain(grace_s, left_s)
+
     async def close(self) -> None:
         await self.batcher.stop()
 
@@ -76,6 +91,9 @@ def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
+        opening = getattr(backend, "open", None)
+        if opening is not None:
+            await opening()
         yield
         close = getattr(backend, "close", None)
         if close is not None:
@@ -84,18 +102,13 @@ def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
     app = FastAPI(title="decaNLP MQAN", description="Ask a trained MQAN model; every answer token says which "
                   "source gave it (vocabulary, context or question).", lifespan=lifespan)
 
-    @app.exception_handler(RequestError)
-    async def refused(_request: Request, exc: RequestError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status)
-
-    @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail), "errors": []}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+    add_error_handlers(app)
 
     @app.get("/health")
-    async def health() -> dict:
-        return {"status": "ok", **backend.health(), "limits": limits.describe()}
+    async def health() -> JSONResponse:
+        body = {"status": "draining" if app.state.draining else "ok", **backend.health(), "limits": limits.describe(),
+                "calls_in_flight": app.state.in_flight}
+        return JSONResponse(body, status_code=503 if app.state.draining else 200)  # a load balancer looks elsewhere
 
     @app.get("/tasks")
     async def tasks() -> dict:
@@ -104,9 +117,15 @@ def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
     @app.post("/predict")
     async def predict(request: Request) -> JSONResponse:
         start = time.perf_counter()
-        raw = await read_body(request, limits.max_body_bytes)
-        items, single = parse_body(raw, adapters, limits)
-        answers = await backend.answer(items)
+        if app.state.draining:
+            raise Draining("the server is shutting down and takes no new calls")
+        app.state.in_flight += 1
+        try:
+            raw = await read_body(request, limits.max_body_bytes)
+            items, single = parse_body(raw, adapters, limits)
+            answers = await backend.answer(items)
+        finally:
+            app.state.in_flight -= 1
         elapsed = (time.perf_counter() - start) * 1000
         return JSONResponse(answers[0] if single else answers, headers={"X-Elapsed-Ms": f"{elapsed:.1f}"})
 
@@ -115,7 +134,43 @@ def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
         return FileResponse(STATIC / "index.html")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.state.backend, app.state.draining, app.state.in_flight = backend, False, 0
     return app
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every refusal as {"error": "<one line>", "errors": [...]}: bad requests (4xx), the drain (503 with
+    Retry-After) and Starlette's own (404, 405)."""
+    @app.exception_handler(RequestError)
+    async def refused(_request: Request, exc: RequestError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(Draining)
+    async def draining(_request: Request, exc: Draining) -> JSONResponse:
+        return JSONResponse({"error": f"{exc}; retry in {RETRY_AFTER_S} s", "errors": []}, status_code=503,
+                            headers={"Retry-After": str(RETRY_AFTER_S)})
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail), "errors": []}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+
+def drain(app: FastAPI, grace_s: float, left_s: float | None = None) -> None:
+    """Start the drain (see the module docstring): new calls refused, those in flight failed after `left_s`
+    seconds (default: `grace_s`, the whole grace)."""
+    app.state.draining = True
+    backend_drain = getattr(app.state.backend, "drain", None)
+    if backend_drain is not None:
+        backend_drain(grace_s, left_s)
+
+
+async def drained(app: FastAPI, timeout_s: float) -> bool:
+    """Whether the calls in flight have all been answered within `timeout_s` seconds (checked every 50 ms)."""
+    deadline = time.monotonic() + timeout_s
+    while app.state.in_flight and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return not app.state.in_flight
 
 
 
@@ -150,18 +205,23 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve_local(app: FastAPI, sock: socket.socket, log_level: str = "info", grace_s: float = GRACE_S) -> None:
-    """Serve `app` with uvicorn on the bound socket until Ctrl-C / SIGTERM. On SIGTERM the calls in flight are
-    answered (for up to `grace_s` seconds) before the process ends, with exit status 0: uvicorn re-raises the
-    signal it caught once it has shut down, which here reaches a handler that does nothing instead of the
-    default one that kills the process (status 143)."""
+    """Serve `app` with uvicorn on the bound socket until Ctrl-C / SIGTERM, then drain for `grace_s` seconds
+    (`drain`). After SIGTERM the process ends with exit status 0: uvicorn re-raises the signal it caught once
+    it has shut down, which here reaches a handler that does nothing instead of the default one that kills the
+    process (status 143)."""
     import signal
 
     import uvicorn
 
+    class DrainingServer(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:
+            drain(app, grace_s)  # before uvicorn stops listening and waits for the calls in flight
+            await super().shutdown(sockets=sockets)
+
     config = uvicorn.Config(app, log_level=log_level, access_log=log_level == "debug",
-                            timeout_graceful_shutdown=grace_s)
+                            timeout_graceful_shutdown=grace_s + UVICORN_MARGIN_S)
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        DrainingServer(config).run(sockets=[sock])
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -18,11 +18,16 @@ long row's batch, where it would cost the long row's work again. The first waiti
 which closes when it is full or `max_wait_ms` has passed (at once while other batches are being decoded:
 its rows came during a turn); the model runs in one worker thread, so the event loop keeps accepting
 requests meanwhile.
+
+`Batcher.drain(grace_s)` is the server's shutdown (SIGTERM): calls answered within `grace_s` seconds get their
+answers; at the deadline every call still waiting or being decoded fails with `Draining` (the app answers
+503 with Retry-After) and so does every later one.
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import threading
 import time
 from collections import deque
@@ -37,6 +42,10 @@ from infer.limits import row_cost
 SLICE_MS = 1000.0  # a turn of the model thread: how long a batch runs before the others get theirs
 # (shorter turns answer small calls sooner and slow a large call more: each small call takes its turn)
 BATCH_TOKENS = 4_000  # default work of one model batch: rows x the longest row's context + question tokens
+
+
+class Draining(Exception):
+    """The server is shutting down: the call was not answered within the drain's grace, or came after it."""
 
 
 @dataclass
@@ -164,6 +173,8 @@ class Batcher:
                  slice_ms: float = SLICE_MS):
         for name, value, least in (("--max-batch", max_batch, 1), ("--max-wait-ms", max_wait_ms, 0),
                                    ("--batch-tokens", batch_tokens, 1), ("--slice-ms", slice_ms, 0)):
+            if not math.isfinite(value):
+                raise ConfigError(f"{name} must be a finite number, got {value}")
             if value < least:
                 raise ConfigError(f"{name} must be at least {least}, got {value}")
         self.answer, self.max_batch, self.max_wait = answer, max_batch, max_wait_ms / 1000.0
@@ -176,10 +187,16 @@ class Batcher:
         self._ids = itertools.count()
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
+        self._running: deque[tuple[list, Decoding | Whole]] = deque()  # the batches being decoded, in turn
+        self._turn: list = []  # the batch in the model thread now
+        self._deadline: asyncio.TimerHandle | None = None  # the drain's end
+        self._closed: Draining | None = None  # set at the drain's deadline: every call fails with it
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deca-model")
 
     async def submit(self, rows: Sequence[dict]) -> list[dict]:
         """The answers of `rows` (one call), in order, once the batches holding them have run."""
+        if self._closed is not None:
+            raise self._closed
         if self._task is None:
             self.start()
         loop = asyncio.get_running_loop()
@@ -189,6 +206,22 @@ class Batcher:
         self._calls[next(self._ids)] = list(zip(rows, futures))
         self._wake.set()
         return list(await asyncio.gather(*futures))
+
+    def drain(self, grace_s: float, left_s: float | None = None) -> None:
+        """Fail every call not answered `left_s` (default: `grace_s`) seconds from now with `Draining`, and every
+        later call; the error names the grace, `grace_s`."""
+        if self._deadline is None:
+            left_s = grace_s if left_s is None else left_s
+            self._deadline = asyncio.get_running_loop().call_later(left_s, self._close, grace_s)
+
+    def _close(self, grace_s: float) -> None:
+        self._closed = Draining(f"the server is shutting down and did not answer within its {grace_s:g} s grace")
+        waiting = [f for _, f in itertools.chain.from_iterable(self._calls.values())]
+        decoding = [f for items, _ in self._running for _, _, f in items] + [f for _, _, f in self._turn]
+        self._calls.clear()
+        self._running.clear()  # the batch in the model thread, if any, is dropped when its turn ends
+        for future in waiting + decoding:
+            fail(future, self._closed)
 
     def start(self) -> None:
         """Start the batching loop on the running event loop (`submit` starts it when needed)."""
@@ -266,7 +299,7 @@ class Batcher:
         """Batches in the model thread, in turns: a new batch runs first (its encoder and as many steps as fit
         in a turn), then the batches being decoded take turns of `slice` seconds, oldest first."""
         loop = asyncio.get_running_loop()
-        running: deque[tuple[list, Decoding | Whole]] = deque()
+        running = self._running
         while True:
             if self._calls or not running:
                 items = await self._next_batch({call for batch, _ in running for call, _, _ in batch})
@@ -276,16 +309,25 @@ class Batcher:
             if not running:
                 continue
             items, work = running.popleft()
+            self._turn = items
             try:
                 finished = await loop.run_in_executor(self._pool, work.run, self.slice)
             except Exception as exc:  # noqa: BLE001 - every caller of this batch gets the error
                 for _, _, future in items:
-                    if not future.done():
-                        future.set_exception(exc)
+                    fail(future, exc)
                 continue
+            finally:
+                self._turn = []
             if not finished:
-                running.append((items, work))
+                if not all(future.done() for _, _, future in items):  # else its callers are gone (the drain)
+                    running.append((items, work))
                 continue
             for (_, _, future), answer in zip(items, work.answers):
                 if not future.done():
                     future.set_result(answer)
+
+
+def fail(future: asyncio.Future, exc: BaseException) -> None:
+    """Fail `future` with `exc` unless it is done (its caller may have gone)."""
+    if not future.done():
+        future.set_exception(exc)

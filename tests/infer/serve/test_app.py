@@ -10,7 +10,7 @@ from deca.cli import main
 from mqan.decode import SOURCES
 from infer.serve.examples import task_examples
 
-from .conftest import LIMITS, STEPS, assert_same_answers, http
+from .conftest import LIMITS, STEPS, ThreadServer, assert_same_answers, http
 
 
 def deca_predict(checkpoint, requests, tmp_path, capsys) -> list[dict]:
@@ -118,6 +118,7 @@ def test_health(server, checkpoint):
     assert health["checkpoint"] == str(checkpoint) and health["iteration"] == STEPS and health["device"] == "cpu"
     assert health["limits"]["max_requests"] == LIMITS.max_requests
     assert health["batching"]["max_batch"] == 4 and health["batching"]["rows"] == backend.batcher.stats.rows
+    assert health["calls_in_flight"] == 0
 
 
 def test_tasks_lists_an_example_of_every_decanlp_task(server):
@@ -143,6 +144,49 @@ def test_the_demo_page_and_its_files_are_served(server):
     for name, kind in (("app.js", "javascript"), ("style.css", "text/css")):
         with urllib.request.urlopen(f"{url}/static/{name}", timeout=10) as response:
             assert kind in response.headers["content-type"] and response.read()
+
+
+class DrainedBackend:
+    """A backend whose calls end as calls outliving a drain's grace do (Draining), remembering its drain."""
+
+    def __init__(self):
+        self.grace: list[float] = []
+
+    async def answer(self, requests: list[dict]) -> list[dict]:
+        from infer.serve.engine import Draining
+
+        raise Draining("the server is shutting down and did not answer within its 2 s grace")
+
+    def drain(self, grace_s: float, left_s: float | None = None) -> None:
+        self.grace.append(grace_s)
+
+    def health(self) -> dict:
+        return {}
+
+
+def test_a_draining_server_answers_503_with_retry_after_and_one_line():
+    """A call the drain did not answer in time, and a call after the drain began: 503, Retry-After, the JSON
+    error of every refusal; the backend is told the grace."""
+    from infer.serve.app import RETRY_AFTER_S, create_app, drain
+
+    backend = DrainedBackend()
+    app = create_app(backend, LIMITS)
+    srv = ThreadServer(app)
+    try:
+        ask = {"context": "a fine film", "question": "Is it positive?"}
+        status, body, headers = http(f"{srv.url}/predict", ask)
+        assert status == 503 and headers["Retry-After"] == str(RETRY_AFTER_S)
+        assert body == {"error": f"the server is shutting down and did not answer within its 2 s grace; retry in "
+                                 f"{RETRY_AFTER_S} s", "errors": []}
+        drain(app, 1.5)
+        assert backend.grace == [1.5]
+        status, body, headers = http(f"{srv.url}/predict", ask)
+        assert status == 503 and headers["Retry-After"] == str(RETRY_AFTER_S)
+        assert body["error"] == f"the server is shutting down and takes no new calls; retry in {RETRY_AFTER_S} s"
+        status, health, _ = http(f"{srv.url}/health")
+        assert status == 503 and health["status"] == "draining"  # a load balancer sends its calls elsewhere
+    finally:
+        srv.stop()
 
 
 @pytest.mark.slow

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 import pytest
 import torch
 
 from deca.errors import ConfigError, DataError
-from infer.serve.engine import Batcher, Predictor
+from infer.serve.engine import Batcher, Draining, Predictor
 from infer.serve.examples import task_examples
 
 from .conftest import STEPS
@@ -136,6 +137,9 @@ def test_bad_settings_and_checkpoints_are_refused(tmp_path):
         Batcher(print, max_batch=1, max_wait_ms=-1)
     with pytest.raises(ConfigError, match="--batch-tokens must be at least 1"):
         Batcher(print, max_batch=1, max_wait_ms=1, batch_tokens=0)
+    for name, value in (("max_wait_ms", float("nan")), ("slice_ms", float("inf")), ("slice_ms", float("nan"))):
+        with pytest.raises(ConfigError, match=f"--{name.replace('_', '-')} must be a finite number, got"):
+            Batcher(print, **{"max_batch": 1, "max_wait_ms": 1, name: value})
     with pytest.raises(DataError, match="checkpoint not found"):
         Predictor.load(tmp_path / "missing.pt", device="cpu")
 
@@ -282,3 +286,38 @@ def test_a_small_call_is_answered_between_the_steps_of_a_long_row():
     small, before, large = run(go)
     assert small == [{"id": "small"}] and large == [{"id": "long0"}]
     assert before.count("small") == 2 and 3 <= before.count("long0") <= 12  # the long row still had pieces left
+
+
+def test_a_drain_answers_the_calls_done_in_its_grace_and_fails_the_rest_at_once():
+    """A drain with 0.3 s left, with a short call (2 pieces of 10 ms) and a long one (3 rows of 100 pieces each, one row a
+    batch) in flight: the short one is answered, the long one fails with Draining at the end of the grace (not
+    after its 3 s of decoding), as does a call after it; no failed row is logged as an unretrieved error."""
+    log: list[str] = []
+    unretrieved: list[dict] = []
+
+    async def go():
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: unretrieved.append(context))
+        batcher = Batcher(None, max_batch=1, max_wait_ms=1, batch_tokens=100, slice_ms=30,
+                          start=lambda rows: Steps(rows, log, 0.01, 2 if rows[0]["id"] == "small" else 100))
+        try:
+            large = asyncio.ensure_future(batcher.submit([long_row(i, 90) for i in range(3)]))
+            await asyncio.sleep(0.05)
+            small = asyncio.ensure_future(batcher.submit([{**long_row(9, 3), "id": "small"}]))
+            start = time.monotonic()
+            batcher.drain(5, left_s=0.3)  # 5 s of grace, 0.3 s of them left
+            answered = await small
+            with pytest.raises(Draining, match="did not answer within its 5 s grace"):
+                await large
+            failed_after = time.monotonic() - start
+            with pytest.raises(Draining):
+                await batcher.submit([long_row(5, 3)])
+            gc.collect()
+            await asyncio.sleep(0)
+            return answered, failed_after
+        finally:
+            await batcher.stop()
+
+    answered, failed_after = run(go)
+    assert answered == [{"id": "small"}]
+    assert 0.25 <= failed_after < 1.5
+    assert not unretrieved, unretrieved

@@ -1,0 +1,155 @@
+"""Issue 42's serving drains: `deca serve` (and `--ray`) on SIGTERM stops taking calls, answers those that
+finish within --grace-s and answers the rest 503 with Retry-After (no bare 500, no traceback); the
+non-finite --slice-ms, --max-wait-ms and --grace-s that it used to accept are refused.
+
+The fast drain cases run the app in this process with a model that takes 10 ms a piece (a call of "long"
+contexts needs 5 s, far past the 0.3 s of grace); the slow ones are real server processes sent SIGTERM."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+from bench.faults.case import Case, must
+from bench.faults.tools import refused, tiny_checkpoint
+
+I = "issue 42: serving drains"
+GRACE_S = 0.3
+TESTS = "tests/infer/serve/test_serve_cli.py"
+
+
+def serve_refuses(option: str, value: str, expect: str) -> Callable[[Path], str]:
+    """`deca serve OPTION VALUE` is refused with `expect`, before the model loads."""
+    return lambda tmp: refused(["serve", "--checkpoint", str(tiny_checkpoint(tmp)), option, value], expect)
+
+
+class Pieces:
+    """A batch decoded 10 ms a piece: 500 pieces for a "long" context, else 2."""
+
+    def __init__(self, rows: list[dict]):
+        self.rows, self.answers = rows, None
+        self.left = 500 if rows[0]["context"] == "long" else 2
+
+    def run(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while self.left:
+            time.sleep(0.01)
+            self.left -= 1
+            if time.monotonic() >= deadline and self.left:
+                return False
+        self.answers = [{"id": r["id"], "answer": "", "tokens": []} for r in self.rows]
+        return True
+
+
+class SlowBackend:
+    """The local backend's batching (infer/serve/engine.Batcher, turns of 20 ms) over `Pieces`."""
+
+    def __init__(self):
+        from infer.serve.engine import Batcher
+
+        self.batcher = Batcher(None, max_batch=8, max_wait_ms=1, batch_tokens=100, slice_ms=20, start=Pieces)
+
+    async def answer(self, requests: list[dict]) -> list[dict]:
+        rows = [{**r, "context_tokens": ["w"] * (90 if r["context"] == "long" else 1), "question_tokens": ["?"],
+                 "answer_tokens": []} for r in requests]  # a long row and a short one: over 100 tokens padded
+        return await self.batcher.submit(rows)
+
+    def drain(self, grace_s: float, left_s: float | None = None) -> None:
+        self.batcher.drain(grace_s, left_s)
+
+    def health(self) -> dict:
+        return {}
+
+
+async def post(app, context: str) -> tuple[int, dict, dict]:
+    """(status, headers, JSON body) of `POST /predict` of one request to the ASGI app, in this event loop."""
+    body = json.dumps({"context": context, "question": "why?"}).encode()
+    chunks, sent = [{"type": "http.request", "body": body, "more_body": False}], []
+
+    async def receive() -> dict:
+        return chunks.pop(0) if chunks else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/predict", "raw_path": b"/predict", "query_string": b"", "root_path": "",
+             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    await app(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
+    return start["status"], headers, json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+
+
+def drained_calls() -> dict[str, tuple[int, dict, dict]]:
+    """What a drain of GRACE_S answers a long call and a short call in flight and a call after it began."""
+    from infer.serve.app import create_app, drain
+
+    async def go():
+        errors: list[dict] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: errors.append(context))
+        backend = SlowBackend()
+        app = create_app(backend)
+        try:
+            long, short = (asyncio.ensure_future(post(app, c)) for c in ("long", "short"))
+            await asyncio.sleep(0.05)
+            drain(app, GRACE_S)
+            new = await post(app, "short")
+            got = {"long": await long, "short": await short, "new": new}
+        finally:
+            await backend.batcher.stop()
+        must(not errors, f"errors logged: {[e.get('message') for e in errors]}")
+        return got
+
+    return asyncio.run(go())
+
+
+def refused_503(body: dict, headers: dict, status: int, expect: str) -> str:
+    """The evidence that a call got 503 with Retry-After and a one-line JSON error saying `expect`."""
+    must(status == 503, f"answered {status}: {body}")
+    must(int(headers.get("retry-after", 0)) > 0, f"no Retry-After: {headers}")
+    must(expect in body.get("error", "") and "\n" not in body["error"], f"the error: {body}")
+    return f"503, Retry-After {headers['retry-after']}: {body['error']}"
+
+
+def unanswered_in_the_grace(tmp: Path) -> str:
+    """A call needing 5 s when a drain of 0.3 s begins: 503 with Retry-After, while a short one is answered."""
+    got = drained_calls()
+    must(got["short"][0] == 200, f"the short call in flight was answered {got['short'][0]}: {got['short'][2]}")
+    status, headers, body = got["long"]
+    return refused_503(body, headers, status, f"did not answer within its {GRACE_S:g} s grace")
+
+
+def new_call_while_draining(tmp: Path) -> str:
+    """A call that arrives during the drain: 503 with Retry-After at once."""
+    status, headers, body = drained_calls()["new"]
+    return refused_503(body, headers, status, "takes no new calls")
+
+
+def cases() -> list[Case]:
+    """The drains of `deca serve` and `deca serve --ray`, and the options that were accepted without a limit."""
+    return [
+        Case("bad input", "deca serve --slice-ms nan", I,
+             serve_refuses("--slice-ms", "nan", "--slice-ms must be a finite number, got nan")),
+        Case("bad input", "deca serve --slice-ms inf", I,
+             serve_refuses("--slice-ms", "inf", "--slice-ms must be a finite number, got inf")),
+        Case("bad input", "deca serve --max-wait-ms nan", I,
+             serve_refuses("--max-wait-ms", "nan", "--max-wait-ms must be a finite number, got nan")),
+        Case("bad input", "deca serve --grace-s -1", I,
+             serve_refuses("--grace-s", "-1", "--grace-s must be at least 0, got -1")),
+        Case("bad input", "deca serve --grace-s inf", I,
+             serve_refuses("--grace-s", "inf", "--grace-s must be a finite number, got inf")),
+        Case("fault", "deca serve drain: a call not answered within the grace gets 503 with Retry-After", I,
+             unanswered_in_the_grace),
+        Case("fault", "deca serve drain: a new call during the drain gets 503 with Retry-After", I,
+             new_call_while_draining),
+        Case("fault", "SIGTERM to deca serve --grace-s 1 with 4 heavy calls and a small one in flight: the small "
+                      "one answered, the rest 503 with Retry-After, listener closed, exit 0", I,
+             test=f"{TESTS}::test_sigterm_answers_what_finishes_in_the_grace_and_503s_the_rest"),
+        Case("fault", "SIGTERM to deca serve --ray --replicas 2 with 5 calls in flight: each answered or 503 with "
+                      "Retry-After, none dropped, exit 0", I,
+             test=f"{TESTS}::test_sigterm_to_ray_serve_drains_both_replicas_and_exits_0"),
+    ]
