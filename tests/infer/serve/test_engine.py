@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 
 import pytest
@@ -171,11 +172,13 @@ def test_batches_hold_at_most_batch_tokens_and_a_longer_row_runs_alone():
 
 def small_beside_large(large_rows: list[dict], *, max_batch: int, batch_tokens: int, model_s: float,
                        head_start_s: float) -> tuple[list, list[list[str]], list]:
-    """A one-row call submitted `head_start_s` after a call of `large_rows`, on a Batcher whose model takes
-    `model_s` a batch: (the small call's answers, the batches run before it was answered, the large answers)."""
-    order = []
+    """A one-row call submitted `head_start_s` after the first batch of a call of `large_rows` began (not after
+    the call: a loaded machine may start it late), on a Batcher whose model takes `model_s` a batch: (the small
+    call's answers, the batches run before it was answered, the large answers)."""
+    order, began = [], threading.Event()
 
     def answer(batch):
+        began.set()
         time.sleep(model_s)
         order.append([r["id"] for r in batch])
         return [{"id": r["id"]} for r in batch]
@@ -184,6 +187,8 @@ def small_beside_large(large_rows: list[dict], *, max_batch: int, batch_tokens: 
         batcher = Batcher(answer, max_batch=max_batch, max_wait_ms=1, batch_tokens=batch_tokens)
         try:
             large = asyncio.ensure_future(batcher.submit(large_rows))
+            while not began.is_set():
+                await asyncio.sleep(0.001)
             await asyncio.sleep(head_start_s)
             small = await batcher.submit([{**long_row(0, 3), "id": "small"}])
             return small, list(order), await large
@@ -205,7 +210,7 @@ def test_a_small_call_is_answered_between_the_pieces_of_a_large_one():
 def test_a_small_call_waits_for_one_row_of_a_call_whose_rows_are_each_over_the_budget():
     """Rows over --batch-tokens run alone; the small call must not wait for all of them (it waited 92 s)."""
     small, before, large = small_beside_large([long_row(i, 500) for i in range(10)], max_batch=64, batch_tokens=100,
-                                              model_s=0.03, head_start_s=0.01)
+                                              model_s=0.1, head_start_s=0.01)
     assert small == [{"id": "small"}] and [a["id"] for a in large] == [f"long{i}" for i in range(10)]
     assert len(before) <= 2 and ["small"] in before  # at most the row being run, then the small call's
 
@@ -215,7 +220,7 @@ def test_a_small_call_does_not_ride_in_a_long_rows_batch():
     not once padded to it (2 x 92 > 100), so it runs alone right after the row in flight, instead of in the next
     long row's batch (waiting for two long rows' decoding)."""
     small, before, large = small_beside_large([long_row(i, 90) for i in range(6)], max_batch=64, batch_tokens=100,
-                                              model_s=0.03, head_start_s=0.01)
+                                              model_s=0.1, head_start_s=0.01)
     assert small == [{"id": "small"}] and [a["id"] for a in large] == [f"long{i}" for i in range(6)]
     assert before == [["long0"], ["small"]]
 
@@ -277,7 +282,8 @@ def test_a_small_call_is_answered_between_the_steps_of_a_long_row():
                           start=lambda rows: Steps(rows, log, 0.01, 2 if rows[0]["id"] == "small" else 20))
         try:
             large = asyncio.ensure_future(batcher.submit([long_row(0, 90)]))
-            await asyncio.sleep(0.05)
+            while log.count("long0") < 3:  # not a timed head start: a loaded machine may start the row late
+                await asyncio.sleep(0.005)
             small = await batcher.submit([{**long_row(1, 3), "id": "small"}])
             return small, list(log), await large
         finally:
@@ -285,7 +291,7 @@ def test_a_small_call_is_answered_between_the_steps_of_a_long_row():
 
     small, before, large = run(go)
     assert small == [{"id": "small"}] and large == [{"id": "long0"}]
-    assert before.count("small") == 2 and 3 <= before.count("long0") <= 12  # the long row still had pieces left
+    assert before.count("small") == 2 and 3 <= before.count("long0") < 20  # the long row still had pieces left
 
 
 def test_a_drain_answers_the_calls_done_in_its_grace_and_fails_the_rest_at_once():
