@@ -28,6 +28,7 @@ from mqan.packing import Packing
 # (name, batch, width, d_in): the encoder's BiLSTMs on paper-shaped batches
 SHAPES = [("squad context, BiLSTM_ind", 40, 240, 200), ("squad context, compression", 40, 240, 800),
           ("squad question", 40, 20, 200), ("sst context", 200, 30, 200), ("sst question", 200, 6, 200),
+          ("mid: 64 wide", 120, 64, 200), ("mid: 100 wide", 80, 100, 200),
           ("decode squad context", 256, 160, 200), ("decode sst context", 256, 30, 200), ("tiny", 4, 8, 16)]
 PATHS = ("packed", "directions", "staircase")
 
