@@ -15,6 +15,7 @@ from torch.utils.checkpoint import checkpoint
 from deca.config import ModelConfig
 from mqan.batch import Sequences
 from mqan import packing as packing_module
+from mqan import unpacked
 from mqan.packing import Packing
 
 
@@ -23,7 +24,8 @@ class BiLSTM(nn.Module):
 
     Dropout on the input (paper App. D: "dropout on inputs to LSTMs"). Output [B, L, d_out] (zeros
     at padding) and the final (h, c), each [layers, B, d_out] (forward and backward concatenated).
-    A batch whose rows all have length L runs unpacked (mqan/packing.py): the same result.
+    A batch whose rows all have length L runs unpacked (mqan/packing.py), rows of different lengths packed or
+    one direction at a time (mqan/unpacked.py): the same result.
     """
 
     def __init__(self, d_in: int, d_out: int, layers: int = 1, dropout: float = 0.0):
@@ -36,14 +38,18 @@ class BiLSTM(nn.Module):
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor | Packing, final_state: bool = True):
         """x [B, L, d_in]; `lengths` [B] (CPU) or their `Packing` (computed once per batch field). Without
-        `final_state` (the caller discards it) the state returned is None, and on a GPU rows of different
-        lengths run unpacked, one direction at a time (mqan/packing.py): the same outputs."""
+        `final_state` (the caller discards it) the state returned may be None. Rows of different lengths run
+        packed or, where measured faster, unpacked one direction at a time (mqan/unpacked.py): the same results."""
         B, L, _ = x.shape
         packing = lengths if isinstance(lengths, Packing) else Packing.of(lengths, L, x.device)
-        if packing.equal and packing_module.run_unpacked(x):
+        route = "padded" if packing.equal and packing_module.run_unpacked(x) else unpacked.path(
+            x, packing, final_state, self.rnn.num_layers)
+        if route == "padded":
             out, (h, c) = self.rnn(self.drop(x))  # [B, L, d_out]
-        elif not final_state and self.rnn.num_layers == 1 and packing_module.unpacked_directions(x):
-            return self._directions(self.drop(x), packing), None
+        elif route == "directions":
+            return unpacked.directions(self.rnn, self.drop(x), packing), None
+        elif route == "staircase":
+            out, (h, c) = unpacked.staircase(self.rnn, self.drop(x), packing)
         else:
             rnn = self.rnn  # the zero initial state given, not read from batch_sizes[0] (.item())
             h0 = x.new_zeros(rnn.num_layers * 2, B, rnn.hidden_size)
@@ -54,17 +60,6 @@ class BiLSTM(nn.Module):
             return s.view(-1, 2, B, s.shape[-1]).transpose(1, 2).reshape(-1, B, 2 * s.shape[-1])
 
         return out, (merge(h), merge(c))
-
-    def _directions(self, x: torch.Tensor, packing: Packing) -> torch.Tensor:
-        """[B, L, d_out] outputs of right-padded rows of different lengths, each direction run unpacked; zeros at
-        padding. The backward direction reads each row's real positions reversed, so padding comes last."""
-        rnn, outs = self.rnn, []
-        for suffix, inp in (("", x), ("_reverse", packing.reverse_rows(x))):
-            weights = [getattr(rnn, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
-            h0 = x.new_zeros(1, packing.batch, rnn.hidden_size)
-            out = torch._VF.lstm(inp, (h0, h0), weights, True, 1, 0.0, self.training, False, True)[0]
-            outs.append(out if suffix == "" else packing.reverse_rows(out))
-        return torch.cat(outs, -1).masked_fill(~packing.real[..., None], 0.0)
 
 
 def masked_fill_value(dtype: torch.dtype) -> float:

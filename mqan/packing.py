@@ -17,11 +17,10 @@ kernels for small hidden sizes (PyTorch's `get_algo` in aten/src/ATen/native/cud
 CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H only for unpacked input, hidden size <= 192 forward and <= 128
 backward; packed input always gets the standard algorithm, which launches kernels per time step).
 
-Rows of different lengths can run unpacked too, one direction at a time (`reverse_index`): the forward
-direction reads each right-padded row as it is (padding comes after every real position), the backward
-direction reads each row with its real positions reversed (`reverse_index`, an involution), so padding
-again comes last. Every real position's output is then exactly the packed one; the final (h, c) of a row
-is not (cuDNN returns the state after the padding), so a BiLSTM whose final state is used stays packed.
+Rows of different lengths can run unpacked too, one direction at a time (mqan/unpacked.py): the backward
+direction reads each row with its real positions reversed (`reverse_index`, an involution), so padding comes
+last; a row's final state is read at its own end by running the rows sorted by length, one call per distinct
+length (`segments`).
 """
 from __future__ import annotations
 
@@ -36,12 +35,6 @@ def run_unpacked(x: torch.Tensor) -> bool:
     unpacked RNN measured 8-14x slower per training step than fp32 (a host-side cost, 0.5-0.9 s per step on an
     H200 with 9-20 ms of GPU work; docs/results/gpu_floor.md), so bf16 keeps the packed path it had."""
     return not (x.is_cuda and torch.is_autocast_enabled("cuda"))
-
-
-def unpacked_directions(x: torch.Tensor) -> bool:
-    """Whether BiLSTMs over rows of different lengths run each direction unpacked (`Packing.reverse_rows`):
-    on a GPU in fp32, where that gets cuDNN's persistent kernels; on a CPU packing computes less and stays."""
-    return x.is_cuda and run_unpacked(x)
 
 
 def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -64,6 +57,7 @@ class Packing:
     unsorted_indices: torch.Tensor  # [B] its inverse, on the device
     reverse_index: torch.Tensor  # [B * L] each row's real positions reversed, padding in place
     real: torch.Tensor  # [B, L] bool, True at real positions, on the device
+    segments: tuple[tuple[int, int, int], ...]  # per distinct length n, ascending: (n, rows of length >= n, > n)
 
     @classmethod
     def of(cls, lengths: torch.Tensor, width: int, device: torch.device | str = "cpu") -> "Packing":
@@ -78,8 +72,11 @@ class Packing:
         unsorted = torch.empty_like(order).scatter_(0, order, torch.arange(B))
         pos, n = torch.arange(width)[None, :], lengths[:, None]
         reverse = (torch.arange(B)[:, None] * width + torch.where(pos < n, n - 1 - pos, pos)).reshape(-1)
+        distinct = torch.unique(lengths).tolist()  # ascending
+        running = [int((lengths >= u).sum()) for u in distinct]
         return cls(B, width, bool((lengths == width).all()), to_device(index, device), valid.sum(1), to_device(order, device),
-                   to_device(unsorted, device), to_device(reverse, device), to_device(pos < n, device))
+                   to_device(unsorted, device), to_device(reverse, device), to_device(pos < n, device),
+                   tuple(zip(distinct, running, running[1:] + [0])))
 
     def pack(self, x: torch.Tensor) -> PackedSequence:
         """x [B, L, D] -> the PackedSequence of its real positions."""

@@ -380,19 +380,25 @@ def test_training_mode_applies_every_dropout_the_paper_places(monkeypatch):
 
 
 @pytest.mark.parametrize("variant", ALL)
-def test_the_gpu_encoder_path_gives_the_same_loss_and_gradients(monkeypatch, variant):
-    """BiLSTMs whose final state is discarded run each direction unpacked on a GPU (mqan/packing.py);
-    forced on the CPU in float64, the loss and every gradient are those of the packed path."""
-    from mqan import packing
+def test_the_unpacked_encoder_paths_give_the_same_loss_gradients_and_answers(monkeypatch, variant):
+    """BiLSTMs over rows of different lengths run each direction unpacked where measured faster, and the staircase
+    where their final state is used (mqan/unpacked.py); forced in float64, the loss, every gradient and the greedy
+    answers are those of the packed path."""
+    from mqan import unpacked
 
     model = tiny_model(variant, dropout=0.0).double()
-    b = collate(random_rows(6, seed=8), VOCAB)
     model.embed.double()
-    loss = model(b)
+    rows = random_rows(6, seed=8)
+    rows[0]["context_tokens"], rows[1]["question_tokens"] = [" copy "], [" or "]  # rows of length 1
+    monkeypatch.setattr(unpacked, "path", lambda x, packing, final_state, layers: "packed")
+    loss = model(collate(rows, VOCAB))
     grads = torch.autograd.grad(loss, [p for p in model.parameters() if p.requires_grad])
-    monkeypatch.setattr(packing, "unpacked_directions", lambda x: True)
-    b = collate(random_rows(6, seed=8), VOCAB)
-    loss2 = model(b)
+    answers = model.greedy(collate(rows, VOCAB))
+    monkeypatch.setattr(unpacked, "path", lambda x, packing, final_state, layers:
+                        "staircase" if final_state else "directions")
+    loss2 = model(collate(rows, VOCAB))
     grads2 = torch.autograd.grad(loss2, [p for p in model.parameters() if p.requires_grad])
     assert torch.allclose(loss, loss2, rtol=0, atol=1e-12)
     assert all(torch.allclose(g, h, rtol=0, atol=1e-10) for g, h in zip(grads, grads2))
+    again = model.greedy(collate(rows, VOCAB))
+    assert torch.equal(again.ids, answers.ids) and torch.allclose(again.log_probs, answers.log_probs, rtol=0, atol=1e-12)

@@ -73,28 +73,14 @@ def test_equal_lengths_can_still_be_packed(monkeypatch):
     assert torch.allclose(out, out2, rtol=0, atol=1e-13) and torch.allclose(c, c2, rtol=0, atol=1e-13)
 
 
-@pytest.mark.parametrize("lengths", [[5, 2, 7, 7, 1], [3, 1], [6, 6, 2]])
-def test_directions_run_unpacked_give_the_packed_outputs(monkeypatch, lengths):
-    """The GPU path for rows of different lengths (each direction unpacked, the backward one on reversed rows),
-    forced on the CPU: every output and gradient as packed, in float64."""
-    monkeypatch.setattr(packing_module, "unpacked_directions", lambda x: True)
-    torch.manual_seed(2)
-    bilstm = BiLSTM(6, 8).double()
-    L = max(lengths)
-    x = torch.randn(len(lengths), L, 6, dtype=torch.float64, requires_grad=True)
-    lengths = torch.tensor(lengths)
-    out, state = bilstm(x, lengths, final_state=False)
-    ref_out, _, _ = reference(bilstm, x, lengths)
-    assert state is None and torch.allclose(out, ref_out, rtol=0, atol=1e-13)
-    g = torch.randn_like(out)
-    grads = torch.autograd.grad((out * g).sum(), [x, *bilstm.parameters()])
-    ref_grads = torch.autograd.grad((ref_out * g).sum(), [x, *bilstm.parameters()])
-    assert all(torch.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(grads, ref_grads))
-
-
 def test_reverse_index_reverses_each_rows_real_positions_and_is_an_involution():
     p = Packing.of(torch.tensor([3, 1, 2]), 3)
     x = torch.arange(9.0).view(3, 3, 1)
     assert p.reverse_rows(x)[..., 0].tolist() == [[2, 1, 0], [3, 4, 5], [7, 6, 8]]
     assert torch.equal(p.reverse_rows(p.reverse_rows(x)), x)
     assert p.real.tolist() == [[True, True, True], [True, False, False], [True, True, False]]
+
+
+def test_segments_list_each_distinct_length_with_the_rows_running_to_it_and_past_it():
+    assert Packing.of(torch.tensor([5, 2, 7, 7, 1]), 7).segments == ((1, 5, 4), (2, 4, 3), (5, 3, 2), (7, 2, 0))
+    assert Packing.of(torch.tensor([3, 3]), 4).segments == ((3, 2, 0),)

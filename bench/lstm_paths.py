@@ -1,0 +1,125 @@
+"""One BiLSTM of MQAN (hidden d/2 = 100 per direction) over right-padded rows of mixed lengths, by each path of
+mqan/unpacked.py against packing: forward + backward (training) and forward only (decoding's encoder), in fp32
+on this machine's CPU. The shapes are those of the paper's batches (token budget 10,000: SQuAD contexts of
+~240 tokens in batches of ~40, questions of ~20; SST rows of ~30 in batches of ~200; decoding batches of 256).
+The rule in mqan/unpacked.py (`path`) follows from this table: docs/results/lstm_paths.md.
+
+    python -m bench.lstm_paths                     # the table, 3 repeats per cell (min taken)
+    python -m bench.lstm_paths --record /tmp/lstm_paths.json
+    python -m bench.lstm_paths --page docs/results/lstm_paths.md   # the page, with command, commit and load
+
+Rows of each batch: lengths uniform in [L/4, L], one row of length L (its width). A loaded machine slows
+every path; read the ratios, not the seconds, and the load printed with them.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from bench import record
+from mqan import unpacked
+from mqan.layers import BiLSTM
+from mqan.packing import Packing
+
+# (name, batch, width, d_in): the encoder's BiLSTMs on paper-shaped batches
+SHAPES = [("squad context, BiLSTM_ind", 40, 240, 200), ("squad context, compression", 40, 240, 800),
+          ("squad question", 40, 20, 200), ("sst context", 200, 30, 200), ("sst question", 200, 6, 200),
+          ("mid: 64 wide", 120, 64, 200), ("mid: 100 wide", 80, 100, 200),
+          ("decode squad context", 256, 160, 200), ("decode sst context", 256, 30, 200), ("tiny", 4, 8, 16)]
+PATHS = ("packed", "directions", "staircase")
+
+
+def batch(B: int, L: int, d_in: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(max(1, L // 4), L + 1, (B,), generator=g)
+    lengths[0] = L
+    return torch.randn(B, L, d_in, generator=g), Packing.of(lengths, L)
+
+
+def run(bilstm: BiLSTM, x: torch.Tensor, packing: Packing, path: str, train: bool) -> None:
+    with torch.set_grad_enabled(train):
+        xg = x.requires_grad_(train)
+        if path == "packed":
+            h0 = x.new_zeros(2, packing.batch, bilstm.rnn.hidden_size)
+            out = packing.unpack(bilstm.rnn(packing.pack(xg), (h0, h0))[0])
+        elif path == "directions":
+            out = unpacked.directions(bilstm.rnn, xg, packing)
+        else:
+            out = unpacked.staircase(bilstm.rnn, xg, packing)[0]
+        if train:
+            out.sum().backward()
+
+
+def timed(fn, repeats: int) -> float:
+    fn()  # warm-up: oneDNN builds its kernels for the shape
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def measure(repeats: int) -> list[dict]:
+    rows = []
+    for name, B, L, d_in in SHAPES:
+        torch.manual_seed(0)
+        bilstm = BiLSTM(d_in, 200)
+        x, packing = batch(B, L, d_in)
+        for train in (True, False):
+            row = {"shape": name, "batch": B, "width": L, "d_in": d_in, "segments": len(packing.segments),
+                   "mode": "train" if train else "eval"}
+            for path in PATHS:
+                row[path] = timed(lambda: run(bilstm, x, packing, path, train), repeats)
+            rows.append(row)
+            print(table([row], header=len(rows) == 1), flush=True)
+    return rows
+
+
+def table(rows: list[dict], header: bool = True) -> str:
+    lines = ["| shape | B x L, d_in | distinct lengths | mode | packed s | directions s (x) | staircase s (x) |",
+             "|---|---|---|---|---|---|---|"] if header else []
+    for r in rows:
+        lines.append(f"| {r['shape']} | {r['batch']} x {r['width']}, {r['d_in']} | {r['segments']} | {r['mode']} "
+                     f"| {r['packed']:.4f} | {r['directions']:.4f} ({r['packed'] / r['directions']:.1f}) "
+                     f"| {r['staircase']:.4f} ({r['packed'] / r['staircase']:.1f}) |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--record", type=Path, help="write the figures as a JSON record (bench/record.py)")
+    ap.add_argument("--page", type=Path, help="write the table as a Markdown page")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    started = record.begin("bench.lstm_paths")
+    print(f"load {os.getloadavg()}, {args.threads} threads; x = packed time / the path's time")
+    rows = measure(args.repeats)
+    print(f"load after {os.getloadavg()}")
+    if args.record:
+        record.write(args.record, started, {"repeats": args.repeats, "threads": args.threads}, {"rows": rows})
+    if args.page:
+        args.page.write_text(page(started, rows, args), encoding="utf-8")
+    return 0
+
+
+def page(started: dict, rows: list[dict], args) -> str:
+    m = started["machine"]
+    return (f"# BiLSTM paths on the CPU: packed against unpacked (mqan/unpacked.py)\n\n"
+            f"Generated by `{started['command']}` at commit {started['commit']}, {started['date']}; {m['cpu']}, "
+            f"{m['cores']} cores, {args.threads} threads, fp32, best of {args.repeats}. Load average before "
+            f"{started['load_before']}, after {record.load()}: a shared machine, so the ratios are rough.\n\n"
+            f"Seconds per call of one BiLSTM (hidden 100 per direction), forward + backward (train) or forward only "
+            f"(eval); (x) = packed / the path. The rule in `mqan.unpacked.path`: on a CPU, rows padded to "
+            f"{unpacked.LONG} or more run unpacked (`directions`, or `staircase` where the final state is used), "
+            f"shorter rows stay packed.\n\n" + table(rows) + "\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
