@@ -2,11 +2,11 @@
 mqan/unpacked.py against packing: forward + backward (training) and forward only (decoding's encoder), in fp32
 on this machine's CPU. The shapes are those of the paper's batches (token budget 10,000: SQuAD contexts of
 ~240 tokens in batches of ~40, questions of ~20; SST rows of ~30 in batches of ~200; decoding batches of 256).
-The rule in mqan/unpacked.py (`path`) follows from this table: docs/results/lstm_paths.md.
+The rule in mqan/unpacked.py (`path`) follows from this table: docs/results/profiles/lstm_paths.md.
 
     python -m bench.lstm_paths                     # the table, 3 repeats per cell (min taken)
     python -m bench.lstm_paths --record /tmp/lstm_paths.json
-    python -m bench.lstm_paths --page docs/results/lstm_paths.md   # the page, with command, commit and load
+    python -m bench.lstm_paths --page docs/results/profiles/lstm_paths.md   # the page, with command, commit and load
 
 Rows of each batch: lengths uniform in [L/4, L], one row of length L (its width). A loaded machine slows
 every path; read the ratios, not the seconds, and the load printed with them.

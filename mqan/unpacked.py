@@ -4,7 +4,7 @@ the fused RNN kernels run (cuDNN's persistent kernels on a GPU, oneDNN's on a CP
 On a CPU a packed LSTM takes aten's generic loop, one small matrix product per time step in each direction
 and as many autograd nodes for the backward pass (aten/src/ATen/native/RNN.cpp; pytorch/pytorch#149194);
 an unpacked fp32 or bf16 one runs oneDNN's fused `mkldnn_rnn_layer`, forward and backward. Measured on the
-paper's BiLSTMs (bench/lstm_paths.py, docs/results/lstm_paths.md) packing is slower on the CPU at every
+paper's BiLSTMs (bench/lstm_paths.py, docs/results/profiles/lstm_paths.md) packing is slower on the CPU at every
 training shape, so the CPU runs unpacked wherever the result is exactly the packed one:
 
 - `directions`: each direction is one call on the whole padded batch. The forward direction reads each row as
@@ -34,7 +34,7 @@ def path(x: torch.Tensor, packing: Packing, final_state: bool, layers: int) -> s
 
     GPU: `directions` in fp32 where the final state is discarded (cuDNN's persistent kernels), else packed.
     CPU: where oneDNN runs the LSTM (fp32, bf16) and the rows are at least `LONG` wide, `directions`, or
-    `staircase` for the final state; shorter rows measured no faster unpacked (docs/results/lstm_paths.md).
+    `staircase` for the final state; shorter rows measured no faster unpacked (docs/results/profiles/lstm_paths.md).
     """
     if layers != 1:
         return "packed"
