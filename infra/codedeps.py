@@ -10,8 +10,9 @@ import ast
 from pathlib import Path
 from typing import Iterable
 
+from deca.layout import PACKAGES
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("deca", "pipelines", "mqan", "train", "infer", "eval", "infra", "bench", "experiments")
 
 
 def module_file(name: str, root: Path = ROOT) -> Path | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from deca.layout import PACKAGES, PRODUCTION, SCRIPTS
 from infra.codedeps import ROOT, all_imports, module_file, module_name
 
 # package -> the project packages it may import. deca is the floor (config, registry, text, the run folder);
@@ -28,11 +29,9 @@ LAYERS = {
     "train": {"deca", "mqan", "eval", "pipelines"},
     "infer": {"deca", "mqan", "eval"},
     "infra": {"deca", "eval", "mqan", "train"},
-    "bench": {"deca", "eval", "pipelines", "mqan", "train", "infer", "infra", "experiments", "tests"},
-    "experiments": {"deca", "eval", "pipelines", "mqan", "train", "infer", "infra", "bench"},
+    "bench": {*PRODUCTION, "experiments", "tests"},
+    "experiments": {*PRODUCTION, "bench"},
 }
-PRODUCTION = ("deca", "pipelines", "mqan", "train", "infer", "eval", "infra")
-SCRIPTS = ("bench", "experiments")  # run as `python -m bench.X` / `python -m experiments.X` from the repository root
 MAX_FUNCTION_LINES = 60
 
 # The only files that may import ray / mlflow (directly, anywhere in the file).
@@ -77,7 +76,40 @@ def test_nothing_of_the_project_imports_bench_or_experiments():
 
 def test_the_table_covers_every_package_of_the_tree():
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
-    assert packages == set(LAYERS)
+    assert packages == set(LAYERS) == set(PACKAGES)
+
+
+def test_pyproject_installs_the_production_packages_without_listing_them():
+    import tomllib
+
+    from setuptools import find_packages
+
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
+    assert "include" not in found["find"]
+    assert {p.split(".")[0] for p in find_packages(str(ROOT), exclude=found["find"]["exclude"])} == set(PRODUCTION)
+
+
+def package_lists(path: Path) -> list[int]:
+    """Lines of `path` where a literal tuple, list or set names every production package (folder names with or
+    without a trailing / count): the package list written out again."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = {e.value.rstrip("/*") for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            if set(PRODUCTION) <= items:
+                names.append(node.lineno)
+    return names
+
+
+def test_the_package_list_is_written_once():
+    found = {p.relative_to(ROOT).as_posix(): package_lists(p) for p in [*files(*PACKAGES), *ROOT.glob("tests/**/*.py")]}
+    assert {f: lines for f, lines in found.items() if lines} == {"deca/layout.py": [7]}
+
+
+def test_the_package_list_check_can_fail(tmp_path):
+    copy = tmp_path / "lineage.py"
+    copy.write_text('CODE = ("deca/", "pipelines/", "mqan/", "train/", "infer/", "eval/", "infra/", "bench/")\n')
+    assert package_lists(copy) == [1]
 
 
 @pytest.mark.parametrize("package, allowed", [("ray", RAY_FILES), ("mlflow", MLFLOW_FILES)])

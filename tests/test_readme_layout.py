@@ -6,7 +6,7 @@ import re
 
 from tests.conftest import ROOT
 
-PACKAGES = ("deca", "pipelines", "eval", "mqan", "train", "infer", "infra")
+from deca.layout import PRODUCTION as PACKAGES
 
 
 def layout_section(text: str) -> str:

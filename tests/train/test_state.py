@@ -10,13 +10,14 @@ import pytest
 import torch
 
 from deca.errors import DataError
+from deca.layout import PACKAGES
 from tests.payloads import Planted
 
 from tests.train.test_recipe import params  # noqa: F401  (the recipe's fixture)
 from train.recipe import local_recipe
 from train.state import load_training_state
 
-PROJECT = ("deca", "pipelines", "train", "eval", "infra", "tests")
+PROJECT = (*PACKAGES, "tests")
 
 
 def pickled_modules(path) -> set[str]:
@@ -34,6 +35,19 @@ def pickled_modules(path) -> set[str]:
     return modules
 
 
+def project_classes(path) -> set[str]:
+    """The project's modules whose classes a torch file pickles (none may be: a state must load after code moves)."""
+    return {m for m in pickled_modules(path) if m.split(".")[0] in PROJECT}
+
+
+def test_the_guard_sees_a_pickled_model_class(tmp_path):
+    """A state holding an object of any package (here mqan's Vocab) fails the guard."""
+    from mqan.vocab import Vocab
+
+    torch.save({"vocab": Vocab.from_tokens(["a", "b"], max_generative=10)}, tmp_path / "state.pt")
+    assert project_classes(tmp_path / "state.pt") == {"mqan.vocab"}
+
+
 def test_saved_state_holds_no_project_class_and_loads_back(params, tmp_path):  # noqa: F811
     torch.set_num_threads(1)
     recipe = local_recipe(params)
@@ -42,8 +56,7 @@ def test_saved_state_holds_no_project_class_and_loads_back(params, tmp_path):  #
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["rank0.pt", "state.pt"]
     for name in files:
-        modules = pickled_modules(tmp_path / name)
-        assert modules and not {m for m in modules if m.split(".")[0] in PROJECT}, modules
+        assert pickled_modules(tmp_path / name) and not project_classes(tmp_path / name)
     state, mine = load_training_state(tmp_path, 0)
     assert state["iteration"] == 1 and set(mine) == {"data", "rng"}
 

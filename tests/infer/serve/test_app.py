@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from deca.cli import main
+from deca.layout import PRODUCTION
 from mqan.decode import SOURCES
 from infer.serve.examples import task_examples
 
@@ -203,7 +204,7 @@ def test_the_page_installs_with_the_package(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(root / name, src / name)
-    for package in ("deca", "pipelines", "mqan", "train", "infer", "eval", "infra"):
+    for package in PRODUCTION:
         shutil.copytree(root / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.json",
                                                                                        "plots", "report", "predictions"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
