@@ -27,8 +27,12 @@ class RunSource:
 
     @property
     def model_id(self) -> str | None:
-        """The logged model the registered version points at (None when the source is not a version)."""
-        return getattr(self.version, "model_id", None) if self.version is not None else None
+        """The logged model the registered version points at (its model id, or its source models:/<id>); None
+        when the source is not a version."""
+        if self.version is None:
+            return None
+        source = self.version.source or ""
+        return self.version.model_id or (source[len("models:/"):] if source.startswith("models:/m-") else None)
 
 
 def store_uri() -> str:

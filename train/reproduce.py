@@ -17,9 +17,11 @@ folder's name, which later runs reuse: what is checked and retrained is what tha
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +34,21 @@ from deca.errors import ConfigError
 from deca.lineage import code_changes, data_digests, dvc_lock_state, versions
 
 PATHS = (("data", "processed_dir"), ("data", "vocab_path"), ("train", "init_from"))
+
+
+@contextlib.contextmanager
+def quiet_downloads():
+    """No MLflow download progress bars inside (they would bury the one line a refusal prints)."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(key)
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
 
 
 def _artifact(uri: str, run_id: str, path: str) -> str:

@@ -48,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from deca.run_source import resolve_run
     from deca.runs import adopt, run_folder
-    from train.reproduce import differences, rebase, recorded_lineage, recorded_params
+    from train.reproduce import differences, quiet_downloads, rebase, recorded_lineage, recorded_params
 
     params = params_from_args(args)
     if args.adopt:
@@ -57,8 +57,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"adopted: {folder} is a run like any other now (the latest run while it is the newest)")
         return 0
     source = resolve_run(args.run, params.train.storage_dir)
-    record = recorded_lineage(source.uri, source.run_id)
-    run_params = rebase(recorded_params(source.uri, source.run_id), record, Path.cwd())
+    with quiet_downloads():
+        record = recorded_lineage(source.uri, source.run_id)
+        run_params = rebase(recorded_params(source.uri, source.run_id), record, Path.cwd())
     print(f"run: {source.run_id} in {source.uri}")
     found = differences(record, Path.cwd(), run_params)
     for line in found:
@@ -75,10 +76,11 @@ def run(args: argparse.Namespace) -> int:
 def reproduce(source, run_params: dict, storage_dir: str, progress: bool) -> int:
     """Retrain run `source` into its reproduction folder and compare the best models; 0 when identical."""
     from deca.runs import best_model_path
-    from train.reproduce import compare_weights, recorded_weights, retrain
+    from train.reproduce import compare_weights, quiet_downloads, recorded_weights, retrain
 
     with tempfile.TemporaryDirectory() as tmp:
-        recorded = recorded_weights(source, Path(tmp))
+        with quiet_downloads():
+            recorded = recorded_weights(source, Path(tmp))
         outcome = retrain(run_params, source.run_id, Path.cwd(), storage_dir, progress=progress)
         if outcome.best is None:
             raise ConfigError(f"{outcome.run_dir}: the retrained run has no best model to compare")

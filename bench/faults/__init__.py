@@ -13,7 +13,8 @@ test.
 
 Modules: case (a case and its verdict, fast or slow), tools (deca in this process, tiny inputs),
 bad_input (issues 12 and 24), odd_input and untrusted (issue 34's text, options, payloads and YAML bombs),
-fault and training (faults), load, cli (the command, its tables and its record).
+fault and training (faults), reproduce (issue 42: reproduce by run, lineage after `make run`), load, cli (the
+command, its tables and its record).
 """
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ __all__ = ["GROUPS", "Case", "NotHandled", "Verdict", "all_cases", "run_case"]
 
 def all_cases() -> list[Case]:
     """Every case, grouped in the order of GROUPS: bad input, fault, load."""
-    from bench.faults import bad_input, fault, load, odd_input, training, untrusted
+    from bench.faults import bad_input, fault, load, odd_input, reproduce, training, untrusted
 
     found = [*bad_input.cases(), *odd_input.cases(), *untrusted.cases(), *fault.cases(), *training.cases(),
-             *load.cases()]
+             *reproduce.cases(), *load.cases()]
     return sorted(found, key=lambda c: GROUPS.index(c.group))

@@ -2,11 +2,13 @@
 
 The four-iteration run of tests/train/test_logged_model.py, in its git project: the workspace is as
 recorded; registered as a model version, retraining it (`deca reproduce models:/...`) with the recorded params
-and seed gives a bit-identical best model; a changed dvc.lock
-is listed (with the dirty tree) and stops a reproduction unless --force.
+and seed gives a bit-identical best model, from what MLflow recorded alone (the run folder moved away), into a
+reproduction folder that is not the latest run; a changed prepare stage in dvc.lock and a changed code file
+are listed and stop a reproduction unless --force.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -18,12 +20,25 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_workspace_is_as_recorded_and_retraining_gives_identical_weights(in_project, capsys):  # noqa: F811
+    from deca.runs import REPRODUCTION, latest_run
+
+    root, _, outcome = in_project
     capsys.readouterr()
     assert main(["reproduce", "logged", "--check"]) == 0
     assert "workspace: as recorded" in capsys.readouterr().out
     assert main(["register", "--run", "logged", "--name", "repro", "--alias", "champion"]) == 0
-    assert main(["reproduce", "models:/repro@champion", "--no-progress"]) == 0
-    assert "identical: the best model of logged-reproduced-" in capsys.readouterr().out
+    moved = root / "elsewhere"
+    (root / "checkpoints" / "logged").rename(moved)  # a later run took the name: MLflow alone has the run
+    try:
+        assert main(["reproduce", "models:/repro@champion", "--no-progress"]) == 0
+    finally:
+        moved.rename(root / "checkpoints" / "logged")
+    out = capsys.readouterr().out
+    assert f"identical: the best model of reproduce-{outcome.mlflow_run_id[:8]}-" in out
+    (folder,) = (root / "checkpoints").glob("reproduce-*")
+    assert json.loads((folder / "deca_run.json").read_text())[REPRODUCTION] == outcome.mlflow_run_id
+    assert f"reproduction: {folder}; no command takes it as the latest run" in out
+    assert latest_run(root / "checkpoints") == root / "checkpoints" / "logged"
 
 
 def test_a_version_that_is_not_there_is_one_line(in_project, capsys):  # noqa: F811
@@ -31,20 +46,23 @@ def test_a_version_that_is_not_there_is_one_line(in_project, capsys):  # noqa: F
     assert "models:/nothing@champion: no such model version in" in capsys.readouterr().err
 
 
-def test_a_changed_dvc_lock_is_listed_and_stops_the_reproduction(in_project, capsys):  # noqa: F811
+def test_a_changed_input_in_dvc_lock_and_changed_code_are_listed_and_stop_the_reproduction(in_project,  # noqa: F811
+                                                                                          capsys):
     root, _, _ = in_project
     lock = root / "dvc.lock"
-    lock.write_text(lock.read_text() + "# changed\n", encoding="utf-8")
+    lock.write_text(lock.read_text().replace("ee.dir", "changed.dir"), encoding="utf-8")
+    (root / "mqan" / "model.py").write_text("DIM = 9\n")
     try:
         capsys.readouterr()
         assert main(["reproduce", "logged", "--check"]) == 1
         out = capsys.readouterr().out
-        assert "differs: dvc.lock sha256: recorded " in out and "differs: commit: the tree here has uncommitted" in out
+        assert "differs: dvc.lock prepare@sst data/raw/sst md5: recorded ee.dir, here changed.dir" in out
+        assert "differs: code: 1 file(s) differ from the recorded commit" in out and "mqan/model.py" in out
         assert main(["reproduce", "logged", "--no-progress"]) == 1
         err = capsys.readouterr().err
         assert "the workspace differs from the run's lineage in 2 way(s)" in err and "--force" in err
     finally:
-        subprocess.run(["git", "-C", str(root), "checkout", "--", "dvc.lock"], check=True)
+        subprocess.run(["git", "-C", str(root), "checkout", "--", "dvc.lock", "mqan"], check=True)
 
 
 def test_weights_that_differ_are_reported_per_tensor(in_project, tmp_path):  # noqa: F811
