@@ -46,6 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from deca.metric_logging import check_server
     from deca.run_source import resolve_run
     from deca.runs import adopt, run_folder
     from train.reproduce import differences, quiet_downloads, rebase, recorded_lineage, recorded_params
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"adopted: {folder} is a run like any other now (the latest run while it is the newest)")
         return 0
     source = resolve_run(args.run, params.train.storage_dir)
+    check_server(source.uri)  # a server that is down: one line now, not after MLflow's minutes of retries
     with quiet_downloads():
         record = recorded_lineage(source.uri, source.run_id)
         run_params = rebase(recorded_params(source.uri, source.run_id), record, Path.cwd())

@@ -57,8 +57,8 @@ def pipeline_outputs_leave_the_tree_clean(tmp: Path) -> str:
 
     from deca.lineage import git_state
 
-    (tmp / "mqan").mkdir()
-    (tmp / "mqan" / "model.py").write_text("DIM = 1\n")
+    (tmp / "toolkit").mkdir()
+    (tmp / "toolkit" / "model.py").write_text("DIM = 1\n")
     (tmp / "eval").mkdir()
     (tmp / "eval" / "metrics.json").write_text("{}")
     lock = {"stages": {"evaluate": {"outs": [{"path": "eval/metrics.json", "md5": "1"}]}}}
@@ -69,9 +69,9 @@ def pipeline_outputs_leave_the_tree_clean(tmp: Path) -> str:
     (tmp / "dvc.lock").write_text(yaml.safe_dump({**lock, "schema": "2.0"}))
     (tmp / "eval" / "metrics.json").write_text('{"decascore": 1}')
     must(git_state(tmp)["dirty"] is False, "the pipeline's own outputs make the tree dirty")
-    (tmp / "mqan" / "model.py").write_text("DIM = 2\n")
+    (tmp / "toolkit" / "model.py").write_text("DIM = 2\n")
     must(git_state(tmp)["dirty"] is True, "a changed code file leaves the tree clean")
-    return "dvc.lock and eval/metrics.json: clean; mqan/model.py: dirty"
+    return "dvc.lock and eval/metrics.json: clean; toolkit/model.py: dirty"
 
 
 def adopt_what_is_no_reproduction(tmp: Path) -> str:

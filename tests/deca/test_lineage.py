@@ -25,9 +25,9 @@ def project(tmp_path, lock=True):
         (d / "part-00000.parquet").write_bytes(f"rows of {split}".encode())
     if lock:
         (tmp_path / "dvc.lock").write_text(yaml.safe_dump(LOCK), encoding="utf-8")
-    (tmp_path / "mqan").mkdir()
-    (tmp_path / "mqan" / "__init__.py").write_text("")
-    (tmp_path / "mqan" / "model.py").write_text("DIM = 1\n")
+    (tmp_path / "toolkit").mkdir()
+    (tmp_path / "toolkit" / "__init__.py").write_text("")
+    (tmp_path / "toolkit" / "model.py").write_text("DIM = 1\n")
     (tmp_path / "eval" / "plots").mkdir(parents=True)
     (tmp_path / "eval" / "metrics.json").write_text("{}")
     (tmp_path / "eval" / "plots" / "loss.csv").write_text("1\n")
@@ -65,7 +65,7 @@ def test_digests_change_with_the_data_and_the_tree_turns_dirty(tmp_path):
     after = data_digests(root / "data" / "processed", ["sst"])
     assert before["sst/train"] != after["sst/train"] and before["sst/validation"] == after["sst/validation"]
     assert git_state(root)["dirty"] is False  # processed data is the pipeline's output: compared by digest
-    (root / "mqan" / "model.py").write_text("DIM = 2\n")
+    (root / "toolkit" / "model.py").write_text("DIM = 2\n")
     assert git_state(root)["dirty"] is True
     assert git_state(tmp_path / "nowhere") == {"commit": None, "dirty": None}
 
@@ -97,8 +97,8 @@ def test_the_outputs_the_pipeline_rewrites_leave_the_tree_clean_and_code_does_no
     (root / "eval" / "metrics.json").write_text('{"decascore": 1}')
     (root / "eval" / "plots" / "loss.csv").write_text("2\n")
     assert git_state(root) == {"commit": commit, "dirty": False} and code_changes(root, commit) == []
-    (root / "mqan" / "model.py").write_text("DIM = 3\n")
-    assert git_state(root)["dirty"] is True and code_changes(root, commit) == ["mqan/model.py"]
+    (root / "toolkit" / "model.py").write_text("DIM = 3\n")
+    assert git_state(root)["dirty"] is True and code_changes(root, commit) == ["toolkit/model.py"]
     assert code_changes(root, "0" * 40) is None
 
 
@@ -106,6 +106,6 @@ def test_every_package_folder_of_the_project_is_code_not_data(tmp_path):
     assert {"mqan/", "infer/", "deca/", "train/", "bench/"} <= set(code_dirs(ROOT)) and "tests/" in code_dirs(ROOT)
     root = project(tmp_path)
     lock = yaml.safe_load((root / "dvc.lock").read_text())
-    lock["stages"]["train"]["deps"].append({"path": "mqan/vocab.txt", "md5": "cc"})
+    lock["stages"]["train"]["deps"].append({"path": "toolkit/vocab.txt", "md5": "cc"})
     (root / "dvc.lock").write_text(yaml.safe_dump(lock), encoding="utf-8")
     assert dvc_lock_state(root, ["sst"])["train_data"] == {"data/processed": "aa.dir"}

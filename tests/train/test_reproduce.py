@@ -51,18 +51,18 @@ def test_a_changed_input_in_dvc_lock_and_changed_code_are_listed_and_stop_the_re
     root, _, _ = in_project
     lock = root / "dvc.lock"
     lock.write_text(lock.read_text().replace("ee.dir", "changed.dir"), encoding="utf-8")
-    (root / "mqan" / "model.py").write_text("DIM = 9\n")
+    (root / "toolkit" / "model.py").write_text("DIM = 9\n")
     try:
         capsys.readouterr()
         assert main(["reproduce", "logged", "--check"]) == 1
         out = capsys.readouterr().out
         assert "differs: dvc.lock prepare@sst data/raw/sst md5: recorded ee.dir, here changed.dir" in out
-        assert "differs: code: 1 file(s) differ from the recorded commit" in out and "mqan/model.py" in out
+        assert "differs: code: 1 file(s) differ from the recorded commit" in out and "toolkit/model.py" in out
         assert main(["reproduce", "logged", "--no-progress"]) == 1
         err = capsys.readouterr().err
         assert "the workspace differs from the run's lineage in 2 way(s)" in err and "--force" in err
     finally:
-        subprocess.run(["git", "-C", str(root), "checkout", "--", "dvc.lock", "mqan"], check=True)
+        subprocess.run(["git", "-C", str(root), "checkout", "--", "dvc.lock", "toolkit"], check=True)
 
 
 def test_weights_that_differ_are_reported_per_tensor(in_project, tmp_path):  # noqa: F811

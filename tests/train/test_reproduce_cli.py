@@ -103,7 +103,7 @@ def test_the_pipeline_s_own_outputs_are_no_difference_and_code_is(in_root, capsy
     try:
         capsys.readouterr()
         assert main(["reproduce", "models:/decanlp/1", "--check"]) == 0
-        (root / "mqan" / "model.py").write_text("DIM = 5\n")
+        (root / "toolkit" / "model.py").write_text("DIM = 5\n")
         assert main(["reproduce", "models:/decanlp/1", "--check"]) == 1
         assert "differs: code: 1 file(s) differ from the recorded commit" in capsys.readouterr().out
         assert main(["reproduce", "models:/decanlp/1", "--no-progress"]) == 1
