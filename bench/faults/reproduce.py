@@ -96,6 +96,8 @@ def cases() -> list[Case]:
              test=t_cli + "test_a_version_or_a_run_id_is_the_run_that_trained_it_not_the_folder_named_after_it"),
         Case(f, "deca reproduce from MLflow alone (folder gone): identical, in a folder not the latest", ORIGIN,
              test=t_ray + "test_the_workspace_is_as_recorded_and_retraining_gives_identical_weights"),
+        Case(f, "a run trained with dvc.lock and eval/ rewritten: reproduced on a git clone, no --force", ORIGIN,
+             test=t_ray + "test_a_run_trained_as_make_run_trains_reproduces_on_a_clean_clone_without_force"),
         Case(f, "make run's run on a clean clone: as recorded, reproduced without --force", ORIGIN,
              test="tests/test_dvc_pipeline.py::test_make_run_s_run_reproduces_on_a_clean_clone_without_force"),
     ]

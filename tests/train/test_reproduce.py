@@ -4,7 +4,8 @@ The four-iteration run of tests/train/test_logged_model.py, in its git project: 
 recorded; registered as a model version, retraining it (`deca reproduce models:/...`) with the recorded params
 and seed gives a bit-identical best model, from what MLflow recorded alone (the run folder moved away), into a
 reproduction folder that is not the latest run; a changed prepare stage in dvc.lock and a changed code file
-are listed and stop a reproduction unless --force.
+are listed and stop a reproduction unless --force. The run was trained as `make run` trains (dvc.lock and eval/
+rewritten since the commit): with those results committed, a clean `git clone` reproduces it without --force.
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def test_a_changed_input_in_dvc_lock_and_changed_code_are_listed_and_stop_the_re
                                                                                           capsys):
     root, _, _ = in_project
     lock = root / "dvc.lock"
-    lock.write_text(lock.read_text().replace("ee.dir", "changed.dir"), encoding="utf-8")
+    before = lock.read_text()
+    lock.write_text(before.replace("ee.dir", "changed.dir"), encoding="utf-8")
     (root / "toolkit" / "model.py").write_text("DIM = 9\n")
     try:
         capsys.readouterr()
@@ -62,7 +64,8 @@ def test_a_changed_input_in_dvc_lock_and_changed_code_are_listed_and_stop_the_re
         err = capsys.readouterr().err
         assert "the workspace differs from the run's lineage in 2 way(s)" in err and "--force" in err
     finally:
-        subprocess.run(["git", "-C", str(root), "checkout", "--", "dvc.lock", "toolkit"], check=True)
+        lock.write_text(before, encoding="utf-8")  # as the fixture's `make run` left it
+        subprocess.run(["git", "-C", str(root), "checkout", "--", "toolkit"], check=True)
 
 
 def test_weights_that_differ_are_reported_per_tensor(in_project, tmp_path):  # noqa: F811
@@ -79,3 +82,18 @@ def test_weights_that_differ_are_reported_per_tensor(in_project, tmp_path):  # n
     torch.save(payload, tmp_path / "other.pt")
     assert compare_weights(best, best) == {}
     assert compare_weights(best, tmp_path / "other.pt") == {key: pytest.approx(0.5)}
+
+
+def test_a_run_trained_as_make_run_trains_reproduces_on_a_clean_clone_without_force(in_project, tmp_path,  # noqa: F811
+                                                                                     monkeypatch, capsys):
+    root, _, outcome = in_project
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "-C", str(root), "commit", "-qam", "after make run: dvc.lock, eval/"], check=True)
+    clone = tmp_path / "clone"
+    subprocess.run([*git, "clone", "-q", str(root), str(clone)], check=True)
+    monkeypatch.chdir(clone)
+    capsys.readouterr()
+    assert main(["reproduce", outcome.mlflow_run_id, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "differs" not in out and f"identical: the best model of reproduce-{outcome.mlflow_run_id[:8]}-" in out
+    assert len(list((clone / "checkpoints").glob("reproduce-*"))) == 1
