@@ -56,9 +56,10 @@ def pipeline_outputs(project: Path) -> list[str]:
 
 
 def code_changes(project: Path, commit: str = "HEAD") -> list[str] | None:
-    """Tracked files of the work tree that differ from `commit`, the pipeline's outputs left out; None when
-    `commit` is not in the repository (or `project` is no git work tree)."""
-    excluded = [f":(exclude){p}" for p in pipeline_outputs(project)]
+    """Tracked files of the work tree that differ from `commit`, the pipeline's outputs and .gitignore files
+    (DVC adds its outputs to them) left out; None when `commit` is not in the repository (or `project` is no
+    git work tree)."""
+    excluded = [f":(exclude){p}" for p in pipeline_outputs(project)] + [":(exclude,glob)**/.gitignore"]
     out = git(project, "diff", "--name-only", commit, "--", ".", *excluded)
     return None if out is None else out.splitlines()
 

@@ -97,6 +97,11 @@ def test_the_outputs_the_pipeline_rewrites_leave_the_tree_clean_and_code_does_no
     (root / "eval" / "metrics.json").write_text('{"decascore": 1}')
     (root / "eval" / "plots" / "loss.csv").write_text("2\n")
     assert git_state(root) == {"commit": commit, "dirty": False} and code_changes(root, commit) == []
+    (root / "data" / ".gitignore").write_text("/processed\n")  # DVC lists its outputs there; committed with them
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "results"],
+                   check=True)
+    assert code_changes(root, commit) == []
     (root / "toolkit" / "model.py").write_text("DIM = 3\n")
     assert git_state(root)["dirty"] is True and code_changes(root, commit) == ["toolkit/model.py"]
     assert code_changes(root, "0" * 40) is None
