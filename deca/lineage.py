@@ -2,12 +2,15 @@
 
 `collect` gathers, from the project and the run's params (no MLflow, no model code):
 
-- ``commit``/``dirty``: the git commit of the project and whether tracked files differ from it;
+- ``commit``/``dirty``: the git commit of the project and whether tracked files differ from it, the outputs
+  the pipeline itself rewrites (dvc.lock and every output it records) left out: `make run` rewrites them
+  before `train` starts, and they are not what the run reads;
 - ``dvc_lock``: the sha256 of dvc.lock, the digest of its train stage's inputs (``train_inputs``: its deps and
   params as dvc.lock records them) and, per processed task the run reads, the chain DVC recorded:
   ``prepare@<task>``'s output digest and its raw corpus inputs (``data/raw/...``, with their md5);
 - ``data``: a sha256 per processed task/split the run reads (``<task>/<split>``: file names and contents of its
   Parquet shards), what the run trained and validated on, whatever dvc.lock says;
+- ``project``: the project's folder (a reproduction in another checkout finds the run's paths there again);
 - ``params_sha256`` (the resolved params as canonical JSON), ``vocab_sha256``, ``vectors`` (fingerprint of each
   pre-trained source, given by the caller), ``seed``, and ``versions`` (python, torch, ray, mlflow).
 
@@ -31,7 +34,6 @@ from deca.schema import split_dir
 
 PREFIX = "lineage."
 SPLITS = ("train", "validation")
-CODE_DIRS = ("deca/", "pipelines/", "train/", "eval/", "infra/", "bench/", "experiments/")
 PACKAGES = ("torch", "ray", "mlflow")
 
 
@@ -40,16 +42,35 @@ def digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def git_state(project: Path) -> dict[str, Any]:
-    """{commit, dirty} of the git work tree at `project` ({commit: None} outside one)."""
-    def git(*args: str) -> str | None:
-        done = subprocess.run(["git", "-C", str(project), *args], capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else None
+def git(project: Path, *args: str) -> str | None:
+    """The output of `git -C project *args`, or None when it fails (not a work tree, an unknown commit)."""
+    done = subprocess.run(["git", "-C", str(project), *args], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
 
-    commit = git("rev-parse", "HEAD")
+
+def pipeline_outputs(project: Path) -> list[str]:
+    """dvc.lock and every output its stages record (paths relative to the project): what `dvc repro` rewrites."""
+    path = project / "dvc.lock"
+    stages = (yaml.safe_load(path.read_bytes()) or {}).get("stages") or {} if path.is_file() else {}
+    return ["dvc.lock", *sorted({o["path"] for stage in stages.values() for o in stage.get("outs") or []})]
+
+
+def code_changes(project: Path, commit: str = "HEAD") -> list[str] | None:
+    """Tracked files of the work tree that differ from `commit`, the pipeline's outputs and .gitignore files
+    (DVC adds its outputs to them) left out; None when `commit` is not in the repository (or `project` is no
+    git work tree)."""
+    excluded = [f":(exclude){p}" for p in pipeline_outputs(project)] + [":(exclude,glob)**/.gitignore"]
+    out = git(project, "diff", "--name-only", commit, "--", ".", *excluded)
+    return None if out is None else out.splitlines()
+
+
+def git_state(project: Path) -> dict[str, Any]:
+    """{commit, dirty} of the git work tree at `project` ({commit: None} outside one); dirty: code or inputs
+    differ from the commit (`code_changes`)."""
+    commit = git(project, "rev-parse", "HEAD")
     if commit is None:
         return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    return {"commit": commit, "dirty": bool(code_changes(project, commit))}
 
 
 def folder_sha256(folder: Path) -> str | None:
@@ -71,9 +92,14 @@ def data_digests(processed_dir: str | Path, tasks: Sequence[str]) -> dict[str, s
     return {f"{t}/{s}": folder_sha256(split_dir(processed_dir, t, s)) for t in tasks for s in SPLITS}
 
 
-def is_data(path: str) -> bool:
-    """Whether a dvc.lock dependency is data (not the project's code)."""
-    return not path.endswith(".py") and not path.startswith(CODE_DIRS)
+def code_dirs(project: Path) -> tuple[str, ...]:
+    """The project's package folders ("deca/", "mqan/", ...): its top-level folders with an __init__.py."""
+    return tuple(sorted(f"{p.parent.name}/" for p in project.glob("*/__init__.py")))
+
+
+def is_data(path: str, code: tuple[str, ...]) -> bool:
+    """Whether a dvc.lock dependency is data (not the project's code: a .py file or a file under `code`)."""
+    return not path.endswith(".py") and not path.startswith(code)
 
 
 def dvc_lock_state(project: Path, tasks: Sequence[str]) -> dict[str, Any] | None:
@@ -81,21 +107,21 @@ def dvc_lock_state(project: Path, tasks: Sequence[str]) -> dict[str, Any] | None
     path = project / "dvc.lock"
     if not path.is_file():
         return None
-    raw = path.read_bytes()
+    raw, code = path.read_bytes(), code_dirs(project)
     stages = (yaml.safe_load(raw) or {}).get("stages") or {}
     train = stages.get("train") or {}
     out: dict[str, Any] = {"sha256": hashlib.sha256(raw).hexdigest(),
                            "train_inputs": digest({"deps": train.get("deps"), "params": train.get("params")})
                            if train else None,
                            "train_data": {d["path"]: d.get("md5") for d in train.get("deps") or []
-                                          if is_data(d["path"])},
+                                          if is_data(d["path"], code)},
                            "tasks": {}}
     for task in tasks:
         stage = stages.get(f"prepare@{task.replace('.', '_')}")
         if stage:
             out["tasks"][task] = {"processed": {o["path"]: o.get("md5") for o in stage.get("outs") or []},
                                   "raw": {d["path"]: d.get("md5") for d in stage.get("deps") or []
-                                          if is_data(d["path"])}}
+                                          if is_data(d["path"], code)}}
     return out
 
 
@@ -115,7 +141,7 @@ def collect(project: str | Path, params: Mapping[str, Any], tasks: Sequence[str]
     """The lineage record of a training run with resolved `params` (a dict) reading `tasks`."""
     project = Path(project)
     data = params.get("data") or {}
-    return {**git_state(project), "dvc_lock": dvc_lock_state(project, tasks),
+    return {**git_state(project), "project": str(project.resolve()), "dvc_lock": dvc_lock_state(project, tasks),
             "data": data_digests(data.get("processed_dir") or "data/processed", tasks),
             "params_sha256": digest(dict(params)), "vocab_sha256": vocab_sha256, "vectors": dict(vectors),
             "seed": (params.get("train") or {}).get("seed"), "versions": versions()}

@@ -5,6 +5,10 @@ resolved params, whether it finished), Ray Train's checkpoints and the best mode
 This module is the contract between training (which writes the folder) and inference (which reads it):
 it knows paths and the record, nothing of the model or of Ray, so `deca evaluate` / `predict` / `serve`
 can find a model without importing the training recipe.
+
+"The latest run" (the default of predict, serve, evaluate, register and `train --resume`) is the run whose
+record was written last, leaving out reproductions (`deca reproduce`: their record names the run they
+reproduce, REPRODUCTION) until adopted (`deca reproduce DIR --adopt`); a skipped one is named on stderr.
 """
 from __future__ import annotations
 
@@ -15,21 +19,57 @@ from typing import Any
 import re
 
 from deca.errors import ConfigError, DataError
+from deca.io import write_json
 
 RUN_FILE = "deca_run.json"
 BEST = Path("best") / "model.pt"
 # A registered model version, as `deca predict/evaluate/serve --model`, `deca lineage` and `deca reproduce` take it.
 MODEL_URI = re.compile(r"models:/(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?:/(?P<version>\d+)|@(?P<alias>[A-Za-z0-9_-]+))")
 URI_FORMS = "models:/<name>/<version> or models:/<name>@<alias>"
+REPRODUCTION = "reproduction_of"  # in a reproduction's record: the MLflow run id it reproduces
+
+
+def reproduction_of(run_file: Path) -> str | None:
+    """The MLflow run a run folder reproduces (its record's REPRODUCTION), None for any other run."""
+    try:
+        info = json.loads(run_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info.get(REPRODUCTION) if isinstance(info, dict) else None
+
+
+def runs_newest_first(storage: str | Path) -> list[Path]:
+    """The records of the runs under `storage`, newest first, reproductions left out (each named on stderr)."""
+    import sys
+
+    found = []
+    for record in sorted(Path(storage).glob(f"*/{RUN_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True):
+        of = reproduction_of(record)
+        if of is None:
+            found.append(record)
+        else:
+            print(f"note: skipped run {record.parent.name} under {storage}: a reproduction of run {of}; use "
+                  f"--run {record.parent}, or `deca reproduce {record.parent} --adopt`", file=sys.stderr)
+    return found
+
+
+def adopt(folder: Path) -> None:
+    """Make the reproduction in `folder` a run like any other (the latest run, when it is the newest)."""
+    info = read_run_file(folder / RUN_FILE)
+    if REPRODUCTION not in info:
+        raise ConfigError(f"--adopt {folder}: not a reproduction (its {RUN_FILE} names no reproduced run); "
+                          "it is a run like any other already")
+    info["reproduced_from"] = info.pop(REPRODUCTION)
+    write_json(folder / RUN_FILE, info)
 
 
 def latest_run(storage: str | Path) -> Path:
     """The run folder under `storage` whose record was written last (a run's record is rewritten when it
-    finishes); ConfigError when there is none."""
-    runs = sorted(Path(storage).glob(f"*/{RUN_FILE}"), key=lambda p: p.stat().st_mtime)
+    finishes), reproductions left out; ConfigError when there is none."""
+    runs = runs_newest_first(storage)
     if not runs:
         raise ConfigError(f"no training run under {storage}: run `deca train` first, or name the run")
-    return runs[-1].parent
+    return runs[0].parent
 
 
 def latest_run_with_model(storage: str | Path) -> Path:
@@ -38,13 +78,15 @@ def latest_run_with_model(storage: str | Path) -> Path:
     one (its error then says so)."""
     import sys
 
-    runs = sorted(Path(storage).glob(f"*/{RUN_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True)
+    runs = runs_newest_first(storage)
     for record in runs:
         if best_model_path(record.parent).is_file():
             return record.parent
         print(f"note: skipping run {record.parent.name} under {storage}: it has no best model yet (it failed or "
               "stopped before its first validation)", file=sys.stderr)
-    return latest_run(storage)
+    if not runs:
+        raise ConfigError(f"no training run under {storage}: run `deca train` first, or name the run")
+    return runs[0].parent
 
 
 def run_folder(run: str | Path | None, storage: str | Path) -> Path:

@@ -14,14 +14,10 @@ Exit status 0 when the chain is complete, 1 when a link is missing.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from deca.checks import params_from_args
 from deca.config import add_params_arguments
-from deca.errors import ConfigError
 from deca.lineage import PREFIX, chain
-
-RUN_ID = r"[0-9a-f]{32}"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,27 +39,14 @@ def run(args: argparse.Namespace) -> int:
 
 def resolve(source: str, storage_dir: str) -> tuple[str, str, list[str], dict[str, str] | None]:
     """(tracking URI, run id, model lines, the version's tags or None) of what `source` names."""
-    import re
+    from deca.run_source import resolve_run
 
-    from deca.runs import MODEL_URI, RUN_FILE, run_folder, read_run_file
-    from infer.model_uri import model_version, registry_uri, tracking
-
-    match = MODEL_URI.fullmatch(source)
-    if match:
-        uri = registry_uri()
-        with tracking(uri) as client:
-            mv = model_version(client, match["name"], match["version"], match["alias"])
+    found = resolve_run(source, storage_dir)
+    mv = found.version
+    if mv is not None:
         aliases = ", ".join(mv.aliases) or "none"
-        return uri, mv.run_id, [f"model    models:/{mv.name}/{mv.version} (aliases: {aliases})"], dict(mv.tags)
-    if source.startswith("models:/"):
-        raise ConfigError(f"{source}: expected models:/<name>/<version> or models:/<name>@<alias>")
-    if re.fullmatch(RUN_ID, source) and not (Path(storage_dir) / source).exists():
-        return registry_uri(), source, [], None
-    folder = run_folder(source, storage_dir)
-    if not (folder / RUN_FILE).is_file():
-        raise ConfigError(f"{folder}: the run has no {RUN_FILE}, so no MLflow run and no lineage; retrain it")
-    record = read_run_file(folder / RUN_FILE)
-    return record["tracking_uri"], record["mlflow_run_id"], [f"folder   {folder}"], None
+        return found.uri, found.run_id, [f"model    models:/{mv.name}/{mv.version} (aliases: {aliases})"], dict(mv.tags)
+    return found.uri, found.run_id, [f"folder   {found.folder}"] if found.folder else [], None
 
 
 def lineage_of(source: str, storage_dir: str) -> tuple[list[str], list[str]]:

@@ -136,6 +136,31 @@ def _digests(repo: Repo) -> dict[str, str]:
     return {p.relative_to(repo.path).as_posix(): hashlib.md5(p.read_bytes()).hexdigest() for p in files}
 
 
+def test_make_run_s_run_reproduces_on_a_clean_clone_without_force(repo, tmp_path):
+    """The README's main flow, then its results committed and pushed: a clean clone (`git clone`, `dvc pull`)
+    is as the run recorded (dvc.lock and eval/, which `make run` rewrote before `train` started, do not make
+    its lineage dirty), and `deca reproduce` retrains it without --force into a folder that is not the
+    latest run, bit-identical."""
+    repo.commit("after make run")
+    repo.dvc("push")
+    other = Repo(tmp_path / "clean")
+    repo.run("git", "clone", "-q", str(repo.path), str(other.path))
+    other.dvc("pull")
+    deca = str(BIN / "deca")
+    lineage = other.run(deca, "lineage", "pipeline", check=False)
+    assert "(clean)" in lineage.stdout and "tree was dirty" not in lineage.stdout, lineage.stdout
+    checked = other.run(deca, "reproduce", "pipeline", "--check", check=False)
+    assert checked.returncode == 0 and "workspace: as recorded" in checked.stdout, checked.stdout + checked.stderr
+    done = other.run(deca, "reproduce", "pipeline", "--no-progress", check=False)
+    assert done.returncode == 0 and "identical: the best model of reproduce-" in done.stdout, \
+        done.stdout[-3000:] + done.stderr[-3000:]
+    (folder,) = (other.path / "checkpoints").glob("reproduce-*")
+    assert json.loads((folder / "deca_run.json").read_text())["reproduction_of"] in checked.stdout
+    from deca.runs import latest_run
+
+    assert latest_run(other.path / "checkpoints") == other.path / "checkpoints" / "pipeline"
+
+
 def test_a_refused_experiment_changes_nothing(repo):
     """`dvc exp run -S` with values the params check refuses stops at the validate stage, before any stage that
     reads params: the trained model (which `deca train --auto-resume` removed, as a finished run, before it

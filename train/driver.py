@@ -206,20 +206,23 @@ def _progress_sink():
 
 def fit(params: Params, *, run_name: str | None = None, resume: bool = False, progress: bool = True,
         project: str | Path | None = None, overrides: dict[str, Any] | None = None,
-        hooks: Sequence[Callable] = (), schedule: Schedule | None = None) -> Outcome:
+        hooks: Sequence[Callable] = (), schedule: Schedule | None = None,
+        marks: Mapping[str, str] | None = None) -> Outcome:
     """Train as `params.train` says; see the module docstring. Returns where everything went.
 
     `schedule`: what check_training returned for these params in this process (they are not checked again);
     None: they are checked here. With `resume`, the run continues with the params it recorded, plus
     `overrides` (train/resume.py); those are checked again only where they differ from `params`.
     `hooks` are called with the worker's TrainingRecipe after every step (train/recipe.py; tests).
+    `marks` go into a new run's record (deca_run.json) and, as ``deca.<key>`` tags, its MLflow run (a
+    reproduction's deca.runs.REPRODUCTION).
     A failure marks the MLflow run FAILED (KILLED on Ctrl-C); a new run that wrote no checkpoint leaves no
     run folder behind (it would count as the latest run for predict and serve)."""
     from train.tracking import end_run
 
     project = Path(project or Path.cwd()).resolve()
     params, run_name, uri, run_id = open_run(resolve_paths(params, project), run_name, resume, project,
-                                             overrides or {}, schedule)
+                                             overrides or {}, schedule, marks)
     run_dir = Path(params.train.storage_dir) / run_name
     try:
         result = run_trainer(params, run_name, run_dir, uri, run_id, resume, progress, hooks)
@@ -334,7 +337,8 @@ def register_model(run_dir: Path, name: str | None, project: Path) -> bool:
 
 
 def open_run(params: Params, run_name: str | None, resume: bool, project: Path, overrides: dict[str, Any],
-             schedule: Schedule | None = None) -> tuple[Params, str, str, str]:
+             schedule: Schedule | None = None,
+             marks: Mapping[str, str] | None = None) -> tuple[Params, str, str, str]:
     """Check the params (unless `schedule` says they were: see fit) and the inputs, and create (or, with
     `resume`, reopen) the run: (params, run name, tracking URI, MLflow run id). A new run writes
     <storage>/<name>/deca_run.json; an existing name is refused."""
@@ -354,7 +358,7 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
         reopen_run(info["tracking_uri"], info["mlflow_run_id"])
     if schedule is None:  # configuration errors surface before Ray starts; the custom tasks of the params
         schedule = check_training(params, {k: f"--set {k}={v}" for k, v in overrides.items()})  # trained with
-    tc = params.train
+    tc, marks = params.train, dict(marks or {})
     tasks = resolve_tasks(tc.tasks)
     check_inputs(params, tasks)
     if resume:
@@ -369,13 +373,13 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     mlflow_name = os.environ.get("DVC_EXP_NAME") or run_name
     vocab = vocab_fingerprint(params.data.vocab_path)
     run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project, vocab=vocab,
-                       tags={"strategy": tc.strategy, "tasks": ",".join(tasks),
-                             "schedule": schedule.describe(), "workers": str(tc.num_workers)})
+                       tags={"strategy": tc.strategy, "tasks": ",".join(tasks), "schedule": schedule.describe(),
+                             "workers": str(tc.num_workers), **{f"deca.{k}": v for k, v in marks.items()}})
     try:  # the run folder is made with its record, and only then (a full disk leaves neither)
         record_lineage(uri, run_id, params, tasks, project, vocab)
         write_json(storage / run_name / RUN_FILE,
                    {"mlflow_run_id": run_id, "tracking_uri": uri, "experiment": tc.experiment, "tasks": tasks,
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "params": dataclasses.asdict(params)})
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "params": dataclasses.asdict(params), **marks})
     except BaseException:
         end_run(uri, run_id, "FAILED")
         raise

@@ -1,82 +1,123 @@
 """The round trip of a training run: is this workspace the one it came from, and does retraining give its weights?
 
-- `recorded_lineage`: the run's lineage record (lineage/lineage.json in its MLflow run, deca/lineage.py);
-- `differences`: every way this workspace differs from it: the commit, a dirty tree, dvc.lock, the digest of
-  each processed task/split, the vocabulary, the torch/ray versions (one line each: what, recorded, here);
-- `retrain`: train again with the run's recorded (resolved) params and seed, as a new run
-  ``<run>-reproduced-<time>`` next to it (never registered);
+A run is its MLflow run (deca/run_source.py: a registered version, a run folder or a run id), never a run
+folder's name, which later runs reuse: what is checked and retrained is what that MLflow run recorded.
+
+- `recorded_lineage`, `recorded_params`: the run's lineage record (lineage/lineage.json, deca/lineage.py) and
+  resolved params (config/params.yaml), with `rebase` moving its paths under this checkout;
+- `differences`: every way this workspace differs from it: the code (tracked files against the recorded commit,
+  the outputs the pipeline rewrites left out), a tree that was dirty when it trained, the prepare stages of
+  its tasks in dvc.lock, the digest of each processed task/split, the vocabulary, the torch/ray versions;
+- `recorded_weights`: its best model as it logged it (the registered version's model, else its newest);
+- `retrain`: train again with its params and seed into ``<storage>/reproduce-<run id[:8]>-<time>``, a run folder
+  marked as a reproduction (deca.runs.REPRODUCTION): no command takes it as the latest run until
+  deca.runs.adopt;
 - `compare_weights`: the two best models tensor by tensor: bit-identical, or the largest absolute
   difference per tensor that differs (a CPU run with the same thread count should be identical).
 """
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
-import hashlib
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
+import yaml
+
 from deca.config import Params, from_dict
 from deca.errors import ConfigError
-from deca.lineage import data_digests, git_state, versions
+from deca.lineage import code_changes, data_digests, dvc_lock_state, versions
+
+PATHS = (("data", "processed_dir"), ("data", "vocab_path"), ("train", "init_from"))
 
 
-def recorded_lineage(uri: str, run_id: str) -> dict[str, Any]:
-    """The lineage record the run logged when it started; ConfigError when it has none."""
+@contextlib.contextmanager
+def quiet_downloads():
+    """No MLflow download progress bars inside (they would bury the one line a refusal prints)."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(key)
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
+def _artifact(uri: str, run_id: str, path: str) -> str:
+    """The text of artifact `path` of the run; ConfigError when it has none."""
     from deca.metric_logging import client
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            path = client(uri).download_artifacts(run_id, "lineage/lineage.json", tmp)
-            return json.loads(Path(path).read_text(encoding="utf-8"))
-        except Exception:  # noqa: BLE001 - MLflow's errors for a missing artifact vary by store
-            raise ConfigError(f"run {run_id} in {uri} recorded no lineage (trained before lineage was recorded): "
-                              "there is nothing to check the workspace against") from None
+            return Path(client(uri).download_artifacts(run_id, path, tmp)).read_text(encoding="utf-8")
+        except Exception:  # noqa: BLE001 - MLflow's errors for a missing run or artifact vary by store
+            raise ConfigError(f"run {run_id} in {uri} has no {path} (no such run there, or trained before it was "
+                              "recorded): there is nothing to reproduce it from") from None
 
 
-def registered_run(source: str, uri: str) -> str:
-    """The run name (under train.storage_dir) that trained the registered version `source` (models:/NAME/VERSION
-    or models:/NAME@ALIAS) in the store `uri`: the version's ``deca.run`` tag, set by `deca register`."""
-    from deca.metric_logging import client
-    from deca.runs import MODEL_URI, URI_FORMS
+def recorded_lineage(uri: str, run_id: str) -> dict[str, Any]:
+    """The lineage record the run logged when it started; ConfigError when it has none."""
+    return json.loads(_artifact(uri, run_id, "lineage/lineage.json"))
 
-    match = MODEL_URI.fullmatch(source)
-    if match is None:
-        raise ConfigError(f"{source}: expected {URI_FORMS}")
-    mlflow_client = client(uri)
-    try:
-        mv = (mlflow_client.get_model_version_by_alias(match["name"], match["alias"]) if match["alias"]
-              else mlflow_client.get_model_version(match["name"], match["version"]))
-    except Exception:  # noqa: BLE001 - MLflow's error for a missing version or alias
-        raise ConfigError(f"{source}: no such model version in {uri} "
-                          f"(`deca register --list --name {match['name']}` shows its versions)") from None
-    run = (mv.tags or {}).get("deca.run")
-    if not run:
-        raise ConfigError(f"{source}: version {mv.version} does not name the run that trained it (no deca.run tag); "
-                          "reproduce that run by its name")
-    return run
+
+def recorded_params(uri: str, run_id: str) -> dict[str, Any]:
+    """The resolved params the run logged when it started (config/params.yaml)."""
+    return yaml.safe_load(_artifact(uri, run_id, "config/params.yaml")) or {}
+
+
+def rebase(params: Mapping[str, Any], record: Mapping[str, Any], project: Path) -> dict[str, Any]:
+    """`params` with the data paths that lay under the run's project (its lineage's ``project``) moved under
+    `project`: the same inputs in this checkout."""
+    out, old = copy.deepcopy(dict(params)), record.get("project")
+    for section, key in PATHS:
+        value = (out.get(section) or {}).get(key)
+        if old and value and Path(value).is_absolute() and Path(value).is_relative_to(old):
+            out[section][key] = str(project / Path(value).relative_to(old))
+    return out
+
+
+def code_differences(record: Mapping[str, Any], project: Path) -> list[str]:
+    """How the code here differs from the run's: its commit, the files changed since, a tree that was dirty."""
+    commit, found = record.get("commit"), []
+    if commit is None:
+        found.append("commit: the run recorded none (its project was not a git work tree)")
+    else:
+        changed = code_changes(project, commit)
+        if changed is None:
+            found.append(f"commit: {commit} is not in this repository (git fetch it)")
+        elif changed:
+            found.append(f"code: {len(changed)} file(s) differ from the recorded commit {commit[:12]}: "
+                         + ", ".join(changed[:5]) + (", ..." if len(changed) > 5 else ""))
+    if record.get("dirty"):
+        found.append("commit: the run's tree had uncommitted changes, so its code is not known exactly")
+    return found
 
 
 def differences(record: Mapping[str, Any], project: Path, params: Mapping[str, Any]) -> list[str]:
     """One line per difference between this workspace and the recorded lineage (none: the same inputs)."""
     from train.tracking import vocab_fingerprint
 
-    found: list[str] = []
+    found = code_differences(record, project)
 
     def differ(what: str, recorded: Any, here: Any) -> None:
         if recorded != here:
             found.append(f"{what}: recorded {recorded}, here {here}")
 
-    now = git_state(project)
-    differ("commit", record.get("commit"), now["commit"])
-    if now["dirty"]:
-        found.append("commit: the tree here has uncommitted changes")
-    lock = project / "dvc.lock"
-    here_lock = hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else None
-    differ("dvc.lock sha256", (record.get("dvc_lock") or {}).get("sha256"), here_lock)
     tasks = sorted({name.rsplit("/", 1)[0] for name in record.get("data") or {}})
+    here_lock = (dvc_lock_state(project, tasks) or {}).get("tasks") or {}
+    for task, stage in sorted(((record.get("dvc_lock") or {}).get("tasks") or {}).items()):
+        for kind in ("processed", "raw"):
+            here = (here_lock.get(task) or {}).get(kind) or {}
+            for path, md5 in sorted((stage.get(kind) or {}).items()):
+                differ(f"dvc.lock prepare@{task} {path} md5", md5, here.get(path))
     here_data = data_digests((params.get("data") or {}).get("processed_dir") or "data/processed", tasks)
     for name, sha in sorted((record.get("data") or {}).items()):
         differ(f"data {name}", sha, here_data.get(name))
@@ -89,14 +130,30 @@ def differences(record: Mapping[str, Any], project: Path, params: Mapping[str, A
     return found
 
 
-def retrain(params: Mapping[str, Any], run_name: str, project: Path, progress: bool = True):
-    """Train again with the recorded params (never registered) as run ``<run_name>-reproduced-<time>``."""
+def recorded_weights(source, dst: Path) -> Path:
+    """The best model run `source` (deca.run_source.RunSource) logged, downloaded into `dst`: the registered
+    version's model, else the newest the run logged, else its run folder's best model; ConfigError without."""
+    from deca.runs import best_model_path
+    from train.tracking import logged_checkpoint
+
+    path = logged_checkpoint(source.uri, source.run_id, dst, source.model_id)
+    if path is None and source.folder is not None and best_model_path(source.folder).is_file():
+        path = best_model_path(source.folder)
+    if path is None:
+        raise ConfigError(f"run {source.run_id} logged no model to compare with (`deca register --run DIR` logs "
+                          "a run's best model)")
+    return path
+
+
+def retrain(params: Mapping[str, Any], run_id: str, project: Path, storage_dir: str | Path, progress: bool = True):
+    """Train again with the recorded params (never registered) into the reproduction folder (module docstring)."""
+    from deca.runs import REPRODUCTION
     from train.driver import fit
 
     p = from_dict(Params, params)
-    p = dataclasses.replace(p, train=dataclasses.replace(p.train, register_model=None))
-    name = f"{run_name}-reproduced-{time.strftime('%Y%m%d-%H%M%S')}"
-    return fit(p, run_name=name, progress=progress, project=project)
+    p = dataclasses.replace(p, train=dataclasses.replace(p.train, register_model=None, storage_dir=str(storage_dir)))
+    name = f"reproduce-{run_id[:8]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return fit(p, run_name=name, progress=progress, project=project, marks={REPRODUCTION: run_id})
 
 
 def compare_weights(recorded: Path, new: Path) -> dict[str, float]:

@@ -205,3 +205,21 @@ def record_lineage(uri: str, run_id: str, params, tasks: list[str], project: str
     record = collect(project, dataclasses.asdict(params), tasks, vocab["sha256"], vectors)
     log_lineage(uri, run_id, record, params.data.processed_dir)
     return record
+
+
+def logged_checkpoint(uri: str, run_id: str, dst: str | Path, model_id: str | None = None) -> Path | None:
+    """The checkpoint (``artifacts/model.pt``, infer/mlflow_model.py) of the model `model_id`, else of the newest
+    model the run logged, downloaded into `dst`; None when the run logged none."""
+    import mlflow
+
+    c = client(uri)
+    if model_id is None:
+        run = c.get_run(run_id)
+        models = c.search_logged_models(experiment_ids=[run.info.experiment_id],
+                                        filter_string=f"source_run_id = '{run_id}'")
+        if not models:
+            return None
+        model_id = max(models, key=lambda m: m.creation_timestamp).model_id
+    location = c.get_logged_model(model_id).artifact_location.rstrip("/")
+    return Path(mlflow.artifacts.download_artifacts(artifact_uri=f"{location}/artifacts/model.pt",
+                                                    dst_path=str(dst), tracking_uri=uri))

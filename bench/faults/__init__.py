@@ -15,8 +15,9 @@ Modules: case (a case and its verdict, fast or slow), tools (deca in this proces
 (issues 12 and 24), odd_input and untrusted (issue 34's text, options, payloads and YAML bombs), issue 42's
 gate (the promotion gate and the paired comparison); mlflow_serve (bad requests to `mlflow models serve`);
 params (params files too large or bombs before DVC reads them, params.yaml changed mid-run); diskfull (a full
-disk in training and evaluate); drain (`deca serve` and `deca serve --ray` on SIGTERM), fault and training
-(faults), load, cli (the command, its tables and its record).
+disk in training and evaluate); drain (`deca serve` and `deca serve --ray` on SIGTERM); reproduce (reproduce
+by run id, lineage after `make run`), fault and training (faults), load, cli (the command, its tables and its
+record).
 """
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ __all__ = ["GROUPS", "Case", "NotHandled", "Verdict", "all_cases", "run_case"]
 def all_cases() -> list[Case]:
     """Every case, grouped in the order of GROUPS: bad input, fault, load."""
     from bench.faults import bad_input, fault, load, odd_input, training, untrusted
-    from bench.faults import diskfull, drain, gate, mlflow_serve, params  # issue 42
+    from bench.faults import diskfull, drain, gate, mlflow_serve, params, reproduce  # issue 42
 
-    issue42 = [case for module in (gate, mlflow_serve, params, diskfull, drain) for case in module.cases()]
+    issue42 = [case for module in (gate, mlflow_serve, params, diskfull, drain, reproduce) for case in module.cases()]
     found = [*bad_input.cases(), *odd_input.cases(), *untrusted.cases(), *issue42, *fault.cases(),
              *training.cases(), *load.cases()]
     return sorted(found, key=lambda c: GROUPS.index(c.group))
