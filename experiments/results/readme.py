@@ -22,7 +22,7 @@ INDEX = (
                      "supportive/unsupportive but {{first_alone_ha_low}}-{{first_alone_ha_high}}% on happy/angry."),
     ("figure3.md", "**Figure 3**: the fully joint model's largest answer source is the paper's on {{same}} tasks."),
     ("precision.md", "**bf16 in quality**, paired by seed (SST {{sst_seeds}}, QA-SRL {{srl_seeds}}): verdicts "
-                     "{{verdicts}}. The SST recipe's seed spread is {{sst_spread}}."),
+                     "{{verdicts}}. The SST recipe's spread between runs is {{sst_spread}}."),
     ("glove_single_vs_joint.md", "**GloVe recipe, single-task vs fully joint** (issue 10): single-task best SST {{sst_best}} EM, "
                                  "WOZ {{woz_en_best}}, QA-SRL {{srl_best}} nF1, MWSC {{schema_best}} ({{mwsc_single_where}} "
                                  "its {{mwsc_floor}} floor); one run each."),
