@@ -31,10 +31,19 @@ def cell(field: str, value) -> str:
     return f"{value:.0f}" if field == "examples_per_batch" and value == int(value) else f"{value:.1f}"
 
 
-def bench_table(run: dict) -> str:
-    """A bench run's rows; a column the run did not keep (every value null) is left out."""
-    keep = [i for i, f in enumerate(BENCH_FIELDS) if any(r[f] is not None for r in run["rows"])]
-    rows = [[cell(BENCH_FIELDS[i], r[BENCH_FIELDS[i]]) for i in keep] for r in run["rows"]]
+def mfu(record: dict, row: dict) -> float | None:
+    """A bench row's MFU %: its TFLOP/s over the dense peak of its own precision (`peak_tflops_<precision>`)."""
+    if row["tflops"] is None:
+        return None
+    return 100 * row["tflops"] / record[f"peak_tflops_{row['configuration']}"]
+
+
+def bench_table(record: dict, run: dict) -> str:
+    """A bench run's rows, MFU against each row's precision's peak; a column the run did not keep (every value
+    null) is left out."""
+    found = [{**r, "mfu_pct": mfu(record, r)} for r in run["rows"]]
+    keep = [i for i, f in enumerate(BENCH_FIELDS) if any(r[f] is not None for r in found)]
+    rows = [[cell(BENCH_FIELDS[i], r[BENCH_FIELDS[i]]) for i in keep] for r in found]
     return table([BENCH_HEADER[i] for i in keep], rows, "l" * len(keep))
 
 
@@ -54,7 +63,8 @@ def bench_values(record: dict) -> dict[str, str]:
     small, large = record["runs"]
     out = {}
     out["train_step_low"], out["train_step_high"] = span([r["s_per_step"] for r in rows_of(record, phase="train")], 1)
-    out["mfu_max"] = num(max(r["mfu_pct"] for r in rows_of(record) if r["mfu_pct"] is not None), 2)
+    for precision_ in ("bf16", "fp32"):
+        out[f"mfu_max_{precision_}"] = num(max(m for r in rows_of(record, precision_) if (m := mfu(record, r)) is not None), 2)
     out["speed_low"], out["speed_high"] = span([r["speed_vs_fp32"] for r in rows_of(record, "bf16")])
     out["mem_train_low"], out["mem_train_high"] = span([r["memory_vs_fp32"] for r in rows_of(record, "bf16", "train")])
     out["mem_decode_low"], out["mem_decode_high"] = span([r["memory_vs_fp32"] for r in rows_of(record, "bf16", "greedy")])
@@ -75,6 +85,7 @@ def bench_values(record: dict) -> dict[str, str]:
         out[f"{task}_gain"] = num(rate[1] / rate[0])
     out["decode_steps"] = str(small["settings"]["decode_steps"])
     out["peak_tflops"] = str(record["peak_tflops_bf16"])
+    out["peak_tflops_fp32"] = str(record["peak_tflops_fp32"])
     return out
 
 
@@ -137,5 +148,5 @@ def values(record: dict | None = None, table2: dict | None = None) -> dict[str, 
     return {"date": record["date"], "commit": record["commit"], "environment": record["environment"],
             "machine": records.describe_machine(machine), "source": record["source"],
             "bench_command_small": small["command"], "bench_command_large": large["command"],
-            "bench_table_small": bench_table(small), "bench_table_large": bench_table(large),
+            "bench_table_small": bench_table(record, small), "bench_table_large": bench_table(record, large),
             **bench_values(record), **sst_values(record["sst"]), **grid_values(table2)}

@@ -110,7 +110,7 @@ def render(records: Path = RECORDS) -> str:
     f2 = find(last, "fp32", "train step, squad", "floor ms")
     fg = find(last, "fp32+graphs", "greedy 256x50, squad", "floor ms")
     out = [
-        *header(meta),
+        *header(meta, runs),
         "## Against the targets",
         "",
         *targets_table(last, runs),
@@ -137,8 +137,27 @@ def render(records: Path = RECORDS) -> str:
     return "\n".join(out)
 
 
-def header(meta: dict) -> list[str]:
-    """The title, what the page is made from, and the runs' table."""
+def env_commit(run: Path) -> str | None:
+    """The commit env.txt's `git log -1` line names (7 digits), None when it has none."""
+    path = run / "env.txt"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    found = [line.split()[1][:7] for line in lines if line.startswith("commit ") and len(line.split()) > 1]
+    return found[0] if found else None
+
+
+def commit_note(meta: dict, runs: dict[str, Path]) -> str:
+    """Where env.txt's commit differs from runs.json's: what each says, and which the page goes by."""
+    differ = {n: env_commit(runs[n]) for n in meta if env_commit(runs[n]) != meta[n]["commit"]}
+    if not differ:
+        return ""
+    said = "; ".join(f"{n}: {c or 'none'} against {meta[n]['commit']}" for n, c in differ.items())
+    return (f"env.txt's `commit` line (`git log -1` on the lent machine) differs from runs.json's commit ({said}). "
+            "No record holds a digest of the code that ran, so which commit ran is as runs.json says, unverified.")
+
+
+def header(meta: dict, runs: dict[str, Path]) -> list[str]:
+    """The title, what the page is made from, the runs' table and what env.txt says of their commits."""
+    note = commit_note(meta, runs)
     return [
         "# MQAN on one GPU: the step against its floor, side by side with the original (issue 35)",
         "",
@@ -146,9 +165,11 @@ def header(meta: dict) -> list[str]:
         "[gpu_floor/](gpu_floor/) (what `bash bench/gpu_check.sh` brought back from a lent GPU machine); "
         "do not edit by hand. All three runs used one NVIDIA H200, not the H100 the issue's targets name.",
         "",
-        "| run | commit | what changed | command |", "|---|---|---|---|",
-        *[f"| {n} | {m['commit']} | {m['what']} | `{m['command']}` |" for n, m in meta.items()],
+        "| run | commit (runs.json) | env.txt's commit | what changed | command |", "|---|---|---|---|---|",
+        *[f"| {n} | {m['commit']} | {env_commit(runs[n]) or 'none'} | {m['what']} | `{m['command']}` |"
+          for n, m in meta.items()],
         "",
+        *([note, ""] if note else []),
         f"Machine: {meta['run2']['machine']}, {meta['run2']['date']}.",
         "",
     ]

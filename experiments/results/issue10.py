@@ -3,7 +3,7 @@ docs/results/issue10.json, with the chance row from baselines.json in place of t
 from __future__ import annotations
 
 from experiments.results import records
-from experiments.results.render import judge, num, table
+from experiments.results.render import judge, num, rising_until, table
 
 PAGE = "docs/results/issue10.md"
 TEMPLATE = "issue10.md"
@@ -17,9 +17,18 @@ def target(row: dict, floor: dict | None) -> str:
     return f"> chance {num(floor['baseline'])}" if floor and floor["baseline"] is not None else "-"
 
 
-def joint_verdict(row: dict, floor: dict | None) -> str:
+def sides_rising(record: dict, task: str) -> list[bool]:
+    """Whether the single-task curve still rose up to the iteration compared, and the joint curve to its end."""
+    row = record["rows"][task]
+    return [rising_until(record["single"][task]["curve"], row["single_at_iteration"]),
+            rising_until(record["joint"]["curves"][task])]
+
+
+def joint_verdict(record: dict, task: str, floor: dict | None) -> str:
     """eval/verdict.py on fully joint minus single-task at the same own batches (one run a side)."""
-    _, said = judge([row["single_at_same_batches"]], [row["joint_last"]], 0.0, floor=(floor or {}).get("baseline"))
+    row = record["rows"][task]
+    _, said = judge([row["single_at_same_batches"]], [row["joint_last"]], 0.0, floor=(floor or {}).get("baseline"),
+                    rising=sides_rising(record, task))
     return said
 
 
@@ -34,7 +43,7 @@ def results_table(record: dict | None = None, floors: dict | None = None) -> str
                      f"{num(r['single_best'])} ({r['single_best_iteration']}, {num(r['single_best_minutes'])})",
                      num(r["before_joint"]), f"{num(r['joint_last'])} ({r['joint_own_batches']:.0f})",
                      num(r["single_at_same_batches"]), num(r["joint_last"] - r["single_at_same_batches"], sign=True),
-                     joint_verdict(r, floors.get(task))])
+                     joint_verdict(record, task, floors.get(task))])
     return table(["task", "target", "before: single-task", "after: single-task best (iteration, min)",
                   "before: fully joint", "after: fully joint, end (own batches)", "single-task at the same own batches",
                   "joint − single", "verdict (eval/verdict.py)"], rows, "lllllllrl")

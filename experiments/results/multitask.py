@@ -4,7 +4,7 @@ row and eval/verdict.py's verdict on each joint-against-single comparison."""
 from __future__ import annotations
 
 from experiments.results import records
-from experiments.results.render import judge, num, table
+from experiments.results.render import judge, num, rising_until, table
 
 PAGE = "docs/results/multitask.md"
 TEMPLATE = "multitask.md"
@@ -29,7 +29,9 @@ def row(record: dict, task: str, floors: dict) -> list[str]:
         return [TASKS[task], f"{num(value)} ({batches:.0f})", "not recorded", "not recorded", "-", chance]
     curve = single["curves"][task]
     at, same = nearest(curve, batches)
-    _, said = judge([same], [value], 0.0, floor=(floors.get(task) or {}).get("baseline"))
+    # the single-task curve up to the point compared; the joint curve to its end
+    rising = [rising_until(curve, at), rising_until(joint["curves"][task])]
+    _, said = judge([same], [value], 0.0, floor=(floors.get(task) or {}).get("baseline"), rising=rising)
     return [TASKS[task], f"{num(value)} ({batches:.0f})", f"{num(same)} ({at})",
             f"{num(curve[-1][-1])} ({curve[-1][0]}, {num(single['minutes_at_last_validation'])} min)", said, chance]
 

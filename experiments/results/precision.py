@@ -1,6 +1,6 @@
 """docs/results/precision.md: bf16 against fp32 in quality from docs/results/records/precision.json, with
-eval/verdict.py's verdict on "bf16 changes the quality" per task, and the SST recipe's seed spread from the
-zero-shot models' records (docs/results/zero_shot_seeds.json)."""
+eval/verdict.py's verdict on "bf16 changes the quality" per task, and the SST recipe's spread over its distinct
+fp32 runs (this record's and the zero-shot models', docs/results/zero_shot_seeds.json)."""
 from __future__ import annotations
 
 from experiments.results import records, zero_shot
@@ -74,16 +74,29 @@ def agreement_span(record: dict, task: str, precision: str) -> tuple[str, str]:
     return num(min(changed)), num(max(changed))
 
 
-def sst_ems() -> list[float]:
-    """The SST EM of each single-task SST model of the zero-shot page (the SST recipe, one seed each)."""
+def out_dir(command: str) -> str | None:
+    """The checkpoint folder a training command names (`--out X`), if any."""
+    words = command.split()
+    return words[words.index("--out") + 1] if "--out" in words else None
+
+
+def sst_ems(record: dict | None = None) -> list[float]:
+    """The SST EM of each distinct fp32 run of the SST recipe (the MQAN model): this page's runs, and the
+    zero-shot page's single-task SST models that are not among them (those ran the recipe's command, fp32 by
+    default). A run on both pages is counted once; a bf16 run or another model variant not at all."""
+    record = record or records.load("precision")
+    ours = {out_dir(r["command"]) or r["name"]: r for r in by_task(record, "sst")}
+    ems = [r["scores"]["sst"] for r in ours.values()
+           if r["precision"] == "fp32" and r.get("variant", "mqan") == "mqan"]
     group = next(g for g in records.load("zero_shot")["groups"] if g["name"] == "SST alone")
-    return [m["sst"]["em"] for _, m in zero_shot.models(group)]
+    found = records.load(group["record"])
+    return ems + [found[key]["sst"]["em"] for key, _ in group["models"] if key not in ours]
 
 
-def sst_spread() -> str:
-    """The SST recipe's EM over the single-task SST models of the zero-shot page (mean ± sd, n)."""
-    ems = sst_ems()
-    return f"{mean_sd(ems)} EM over {len(ems)} models"
+def sst_spread(record: dict | None = None) -> str:
+    """The SST recipe's EM over its distinct fp32 runs (mean ± sd, n)."""
+    ems = sst_ems(record)
+    return f"{mean_sd(ems)} EM over {len(ems)} fp32 runs"
 
 
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
@@ -96,7 +109,7 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
            "srl_runs": runs_table(record, "srl"), "verdict_table": verdict_table(record, floors)[0],
            "verdicts": verdict_table(record, floors)[1],
            "memory_table": memory_table(record), "agreement_table": agreement_table(record),
-           "sst_spread": sst_spread(), "agreement_commands": "\n".join(
+           "sst_spread": sst_spread(record), "agreement_commands": "\n".join(
                f"    .venv/bin/python {c}" for c in record["agreement"]["commands"])}
     for task in METRIC:
         speed = {r["precision"]: r["tokens_per_s"] for r in by_task(record, task) if r["seed"] == 123}

@@ -22,7 +22,7 @@ INDEX = (
                      "supportive/unsupportive but {{first_alone_ha_low}}-{{first_alone_ha_high}}% on happy/angry."),
     ("figure3.md", "**Figure 3**: the fully joint model's largest answer source is the paper's on {{same}} tasks."),
     ("precision.md", "**bf16 in quality**, paired by seed (SST {{sst_seeds}}, QA-SRL {{srl_seeds}}): verdicts "
-                     "{{verdicts}}. The SST recipe's seed spread is {{sst_spread}}."),
+                     "{{verdicts}}. The SST recipe's spread between runs is {{sst_spread}}."),
     ("glove_single_vs_joint.md", "**GloVe recipe, single-task vs fully joint** (issue 10): single-task best SST {{sst_best}} EM, "
                                  "WOZ {{woz_en_best}}, QA-SRL {{srl_best}} nF1, MWSC {{schema_best}} ({{mwsc_single_where}} "
                                  "its {{mwsc_floor}} floor); one run each."),
@@ -36,7 +36,7 @@ INDEX = (
                          "a 13-gram shared with training data in {{woz_ngram}} WOZ and {{srl_ngram}} QA-SRL validation "
                          "examples, none in SST or MWSC."),
     ("speed.md", "**Speed and memory** side by side with the original MQAN (`../shared/speedcheck`, the same "
-                 "allocator for both): {{in_short}}; {{targets_met}} of issue 27's targets met."),
+                 "allocator for both): {{in_short}}; {{targets_met}} of issue 27's targets met by the best configuration for each."),
     ("speedcheck_summary.md", "**Speedcheck rounds**: every process behind speed.md."),
     ("gpu.md", "**One GPU**: bf16 against fp32 on an H100 ({{speed_low}}-{{speed_high}}x fp32's speed, "
                "{{mem_train_low}}-{{mem_train_high}}x its training memory), and the SST recipe in bf16 there: "

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from eval.stats import Interval, seed_difference, seed_interval
-from eval.verdict import FAILS, INCONCLUSIVE, at_floor, below_floor, verdict
+from eval.verdict import FAILS, INCONCLUSIVE, at_floor, below_floor, still_rising, verdict
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PLACEHOLDER = re.compile(r"\{\{([a-z0-9_]+)\}\}")
@@ -64,6 +64,13 @@ def interval(change: Interval, digits: int = 1) -> str:
     if math.isinf(change.low) or math.isinf(change.high):
         return f"{change.value:+.{digits}f} [unbounded: one run a side]"
     return f"{change.value:+.{digits}f} [{change.low:+.{digits}f}, {change.high:+.{digits}f}]"
+
+
+def rising_until(curve: Sequence[Sequence[float]], upto: float | None = None) -> bool:
+    """eval.verdict.still_rising on a curve of [iteration, ..., value] points, cut at iteration `upto` (the point a
+    comparison reads it at; default: its end), whose budget that iteration is."""
+    points = [(p[0], p[-1]) for p in curve if upto is None or p[0] <= upto]
+    return still_rising(points, upto)
 
 
 def judge(before: Sequence[float], after: Sequence[float], paper: float, *, floor: float | None = None,

@@ -107,6 +107,12 @@ def back_to_back_text(record: dict) -> str:
             f"[records/{BACK_TO_BACK}.json](records/{BACK_TO_BACK}.json)):\n\n{servers_table(record)}")
 
 
+def call_rate(record: dict, name: str) -> str:
+    """One-sentence calls answered a second on server `name` while the large call ran (calls over its time)."""
+    server = next(s for s in record["servers"] if s["name"] == name)
+    return f"{len(server['busy']) / server['large']:.1f}"
+
+
 def alone_spread(*found: dict) -> str:
     """How much the large call alone varied between the server settings and runs on the page: the noise that
     one run's slowdown figure sits in."""
@@ -124,8 +130,11 @@ def values(record: dict | None = None, back_to_back: dict | None = None) -> dict
     byname = {x["name"]: summary(x, record["target"]) for x in record["servers"]}
 
     def p99_of(name: str) -> str:
-        found = byname.get(name, {}).get("p99")
-        return "not measured" if found is None else f"{found:.2f} s"
+        found = byname.get(name, {})
+        if found.get("p99") is None:
+            return "not measured"
+        few = f" (the largest of {found['n']} samples)" if found["n"] < 100 else ""
+        return f"{found['p99']:.2f} s{few}"
 
     return {"date": record["date"], "commit": record["commit"], "command": record["command"],
             "machine": records.describe_machine(record["machine"]),
@@ -142,4 +151,5 @@ def values(record: dict | None = None, back_to_back: dict | None = None) -> dict
             "floor": floor_text(record["floor"]), "servers_table": servers_table(record),
             "verdict": verdict(record), "budget_p99": p99_of("budget"), "ray_p99": p99_of("ray"),
             "unbudgeted_p99": p99_of("unbudgeted"), "back_to_back": back_to_back_text(back_to_back),
+            "ray_rate": call_rate(back_to_back, "ray"),
             "alone_spread": alone_spread(record, back_to_back), "batch_dependence": batch_invariance.section()}

@@ -49,7 +49,7 @@ def results_table(record: dict, floors: dict) -> str:
     chance = [num((floors.get(t) or {}).get("baseline")) for t in TASKS]
     rows.append(["chance (eval/verdict.py)", "", *chance, "", ""])
     return table(["strategy", "seeds", *TASKS, "sum of 5", "paper (same tasks; SQuAD for squad_dev)"], rows,
-                 "l" + "r" * (len(TASKS) + 3) + "l")
+                 "ll" + "r" * (len(TASKS) + 1) + "l")
 
 
 def findings(record: dict) -> tuple[str, Counter]:

@@ -9,22 +9,22 @@ import pytest
 from experiments.results import gpu, records
 
 
-def row(config, phase, speed, memory, s_per_step=0.1, rate=100.0, mfu=None):
+def row(config, phase, speed, memory, s_per_step=0.1, rate=100.0, tflops=None):
     return {"configuration": config, "phase": phase, "examples_per_batch": 256.0, "ctx_mean": None,
-            "s_per_step": s_per_step, "examples_per_s": rate, "peak_gb": 1.0, "tflops": None, "mfu_pct": mfu,
+            "s_per_step": s_per_step, "examples_per_s": rate, "peak_gb": 1.0, "tflops": tflops, "mfu_pct": None,
             "speed_vs_fp32": speed, "memory_vs_fp32": memory}
 
 
 def record_of(small_rows, large_rows):
     settings = {"decode_batch": 256, "decode_steps": 50}
-    return {"peak_tflops_bf16": 989, "runs": [
+    return {"peak_tflops_bf16": 989, "peak_tflops_fp32": 67, "runs": [
         {"rows": small_rows, "settings": {**settings, "budget": 10000}},
         {"rows": large_rows, "settings": {**settings, "decode_batch": 2048, "budget": 80000}}]}
 
 
 def test_bf16_ranges_gains_and_counts_come_from_the_rows():
-    small = [row("fp32", "train step, squad", 1.0, 1.0, rate=100.0), row("fp32", "train step, sst", 1.0, 1.0, rate=50.0),
-             row("bf16", "train step, squad", 1.10, 1.02, s_per_step=0.3, mfu=0.5),
+    small = [row("fp32", "train step, squad", 1.0, 1.0, rate=100.0), row("fp32", "train step, sst", 1.0, 1.0, rate=50.0, tflops=6.7),
+             row("bf16", "train step, squad", 1.10, 1.02, s_per_step=0.3, tflops=4.945),
              row("bf16", "greedy, sst dev", 0.60, 0.90)]
     large = [row("fp32", "train step, squad", 1.0, 1.0, rate=450.0), row("fp32", "train step, sst", 1.0, 1.0, rate=100.0),
              row("bf16", "train step, sst", 0.95, 0.70), row("bf16", "greedy, sst dev", 0.80, 0.75)]
@@ -32,7 +32,8 @@ def test_bf16_ranges_gains_and_counts_come_from_the_rows():
     assert (found["speed_low"], found["speed_high"]) == ("0.60", "1.10")
     assert (found["mem_train_low"], found["mem_train_high"]) == ("0.70", "1.02")
     assert (found["mem_decode_low"], found["mem_decode_high"]) == ("0.75", "0.90")
-    assert found["mem_train_saving"] == "30" and found["mfu_max"] == "0.50"
+    assert found["mem_train_saving"] == "30" and found["mfu_max_bf16"] == "0.50"
+    assert found["mfu_max_fp32"] == "10.00"  # 6.7 TFLOP/s against the fp32 peak (67), not the bf16 one
     assert (found["faster_rows"], found["smaller_rows"], found["bf16_rows"]) == ("1", "3", "4")
     assert (found["squad_gain"], found["sst_gain"], found["budget_factor"]) == ("4.5", "2.0", "8")
     assert (found["train_step_low"], found["train_step_high"]) == ("0.1", "0.3")
@@ -45,7 +46,7 @@ def test_the_best_moving_average_is_its_first_iteration_at_the_highest_value():
 
 
 def test_a_column_the_run_did_not_keep_is_left_out_of_its_table():
-    text = gpu.bench_table({"rows": [row("fp32", "greedy, sst dev", 1.0, 1.0)]})
+    text = gpu.bench_table(record_of([], []), {"rows": [row("fp32", "greedy, sst dev", 1.0, 1.0)]})
     assert "ctx mean" not in text and "TFLOP/s" not in text and "| x1.00 |" in text
 
 
@@ -64,3 +65,12 @@ def test_the_gpu_seed_is_set_beside_the_cpu_spread_without_a_verdict():
     assert float(found["gap"]) == pytest.approx(float(found["best_ma"]) - spread_mean, abs=0.11)
     page = (records.ROOT / gpu.PAGE).read_text(encoding="utf-8")
     assert "one seed" in page and not any(w in page for w in ("within the", "reproduced", "below the CPU"))
+
+
+def test_each_rows_mfu_is_against_its_own_precisions_peak():
+    record = records.load("gpu")
+    for run in record["runs"]:
+        for r in run["rows"]:
+            if r["tflops"] is not None:
+                peak = {"bf16": record["peak_tflops_bf16"], "fp32": record["peak_tflops_fp32"]}[r["configuration"]]
+                assert gpu.mfu(record, r) == 100 * r["tflops"] / peak

@@ -46,3 +46,14 @@ def test_the_spread_of_the_large_call_alone_counts_only_the_targeted_settings():
     second = record(server("ray", [0.1], 77.0, 77.0))
     text = page.alone_spread(first, second)
     assert text.startswith("The large call alone took 70.0 to 77.0 s over the 2 targeted") and "(10% apart)" in text
+
+
+def test_the_back_to_back_rate_is_the_calls_over_the_large_calls_time():
+    found = {"servers": [server("ray", [0.1] * 35, 12.0, 10.0)]}
+    assert page.call_rate(found, "ray") == "3.5"
+
+
+def test_a_p99_of_fewer_than_100_samples_is_said_to_be_their_largest():
+    text = page.values()["unbudgeted_p99"]
+    n = len(next(s for s in page.records.load(page.RECORD)["servers"] if s["name"] == "unbudgeted")["busy"])
+    assert text.endswith(f"(the largest of {n} samples)")

@@ -74,3 +74,15 @@ def test_a_session_without_its_run_json_fields_is_named(tmp_path):
 def test_the_committed_sessions_say_the_same_allocator_for_both():
     for session in speedcheck.sessions():
         assert {r.get("malloc") for r in session.results} == {"project thresholds"}, session.name
+
+
+def test_the_headline_is_one_named_configuration_over_its_calm_rounds(session_dir):
+    [session] = speedcheck.sessions(session_dir)
+    assert speed.headline([session], "train sst", "fp32") == "train sst x2.50 (2.00-3.00) over 2 rounds"
+    session.results[1]["load_after"] = [2.5, 1, 1]  # round 1's project process ran with more load than cores
+    assert speed.headline([session], "train sst", "fp32") == "train sst x2.00 (2.00-2.00) over 1 round"
+    assert speed.headline([session], "train sst", "bf16") == "train sst -"
+
+
+def test_the_committed_headline_names_its_configuration():
+    assert speed.in_short(speedcheck.sessions()).startswith(f"examples/s against the original, {speed.HEADLINE},")
