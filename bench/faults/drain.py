@@ -146,7 +146,7 @@ def cases() -> list[Case]:
              unanswered_in_the_grace),
         Case("fault", "deca serve drain: a new call during the drain gets 503 with Retry-After", I,
              new_call_while_draining),
-        Case("fault", "SIGTERM to deca serve --grace-s 1 with 4 heavy calls and a small one in flight: the small "
+        Case("fault", "SIGTERM to deca serve --grace-s 3 with 4 heavy calls and a small one in flight: the small "
                       "one answered, the rest 503 with Retry-After, listener closed, exit 0", I,
              test=f"{TESTS}::test_sigterm_answers_what_finishes_in_the_grace_and_503s_the_rest"),
         Case("fault", "SIGTERM to deca serve --ray --replicas 2 with 5 calls in flight: each answered or 503 with "

@@ -172,7 +172,8 @@ def new_calls_refused(url: str, within: float) -> str:
         else:
             assert status in (200, 503), (status, body)
             if status == 503:
-                assert int(headers["Retry-After"]) > 0 and "takes no new calls" in body["error"], body
+                # refused at once, or taken just before the drain began and not answered within the grace
+                assert int(headers["Retry-After"]) > 0 and "the server is shutting down" in body["error"], body
                 return "503"
         assert time.monotonic() < deadline, f"new calls were still taken {within} s after the signal"
         time.sleep(0.1)
@@ -180,14 +181,15 @@ def new_calls_refused(url: str, within: float) -> str:
 
 @pytest.mark.slow
 def test_sigterm_answers_what_finishes_in_the_grace_and_503s_the_rest(checkpoint):
-    """Issue 42: SIGTERM with 4 heavy calls (64 long contexts each, far more than --grace-s 1 of work) and a
+    """Issue 42: SIGTERM with 4 heavy calls (64 long contexts each, far more than --grace-s 3 of work on any machine
+    the tests run on; a one-sentence call waits for at most one encoder turn of each, about a second) and a
     one-sentence call in flight: new calls are refused, the small call is answered, each heavy call is answered
     or gets 503 with Retry-After (some do: fair turns finish them all late), no bare 500, no traceback, exit 0."""
     from concurrent.futures import ThreadPoolExecutor
 
     proc, url, lines, reader = start(["--checkpoint", str(checkpoint), "--port", "0", "--device", "cpu",
-                                      "--grace-s", "1", "--slice-ms", "50"])
-    heavy = [{"context": "the film was a delight , warm and sharp . " * 50, "question": "Is it positive?"}] * 64
+                                      "--grace-s", "3", "--slice-ms", "50"])
+    heavy = [{"context": "the film was a delight , warm and sharp . " * 400, "question": "Is it positive?"}] * 64
     light = {"context": "a fine film .", "question": "Is it positive?"}
     try:
         calls_in_flight(url, 0)
@@ -227,7 +229,7 @@ def test_sigterm_to_ray_serve_drains_both_replicas_and_exits_0(checkpoint):
                                       "--ray", "--replicas", "2", "--grace-s", "3", "--slice-ms", "50"],
                                      timeout=300, env={"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"})
     # 64 contexts of 8,000 characters: 32 batches of 2 rows a call, more than 10 s of a replica's work
-    heavy = [{"context": "the film was a delight , warm and sharp . " * 190, "question": "Is it positive?"}] * 64
+    heavy = [{"context": "the film was a delight , warm and sharp . " * 400, "question": "Is it positive?"}] * 64
     light = {"context": "a fine film .", "question": "Is it positive?"}
     try:
         calls_in_flight(url, 0, timeout=120)
