@@ -26,8 +26,8 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from eval.examples import metric_from_sums
-from eval.stats import (CHUNK_ELEMENTS, LEVEL, REPLICATES, Interval, Sample, bootstrap_p, percentile_interval,
-                        seed_difference, seed_interval, seed_weights, welch_p)
+from eval.stats import (LEVEL, REPLICATES, Interval, Sample, bootstrap_p, percentile_interval,
+                        paired_replicates, seed_difference, seed_interval, seed_weights, welch_p)
 
 CLUSTERED = "clustered two-level bootstrap"
 TWO_LEVEL = "two-level bootstrap"  # no shared contexts: every example its own cluster
@@ -91,16 +91,8 @@ def clustered_replicates(samples: Sequence[Sample], codes: np.ndarray, replicate
                          seeds: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Replicates of each sample's metric under the same cluster resamples (the samples share their examples
     and so their clusters `codes`); `seeds[i]` are sample i's run counts (replicates, runs)."""
-    n = len(codes)
-    if any(s.n != n for s in samples):
-        raise ValueError(f"paired samples must share their {n} examples, got sizes {[s.n for s in samples]}")
-    chunk = max(1, CHUNK_ELEMENTS // max(n, 1))
-    out: list[list[np.ndarray]] = [[] for _ in samples]
-    for start in range(0, replicates, chunk):
-        weights = cluster_weights(rng, codes, min(chunk, replicates - start))
-        for i, sample in enumerate(samples):
-            out[i].append(replicate_values(sample, weights, seeds[i][start:start + len(weights)]))
-    return [np.concatenate(parts) for parts in out]
+    return paired_replicates(samples, replicates, rng, seeds, draw=lambda gen, size: cluster_weights(gen, codes, size),
+                             values=replicate_values)
 
 
 def _method(clusters) -> str:

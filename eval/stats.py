@@ -126,18 +126,22 @@ def replicate_values(sample: Sample, weights: np.ndarray, seeds: np.ndarray) -> 
 
 
 def paired_replicates(samples: Sequence[Sample], replicates: int, rng: np.random.Generator,
-                      seeds: Sequence[np.ndarray]) -> list[np.ndarray]:
+                      seeds: Sequence[np.ndarray], draw=None, values=None) -> list[np.ndarray]:
     """Replicates of each sample's metric under the same example resamples (the samples share their
-    examples); `seeds[i]` are sample i's run counts (replicates, runs)."""
+    examples); `seeds[i]` are sample i's run counts (replicates, runs). `draw(rng, size)` gives the resample
+    weights (size, n) and `values(sample, weights, seeds)` the metric of each: by default examples drawn with
+    replacement (`replicate_values`; eval.clustered draws whole clusters, of different sizes)."""
     n = samples[0].n
     if any(s.n != n for s in samples):
-        raise ValueError(f"paired samples must share their examples, got sizes {[s.n for s in samples]}")
+        raise ValueError(f"paired samples must share their {n} examples, got sizes {[s.n for s in samples]}")
+    draw = draw or (lambda generator, size: resample_weights(generator, n, size))
+    values = values or replicate_values
     chunk = max(1, CHUNK_ELEMENTS // max(n, 1))
     out: list[list[np.ndarray]] = [[] for _ in samples]
     for start in range(0, replicates, chunk):
-        weights = resample_weights(rng, n, min(chunk, replicates - start))
+        weights = draw(rng, min(chunk, replicates - start))
         for i, sample in enumerate(samples):
-            out[i].append(replicate_values(sample, weights, seeds[i][start:start + len(weights)]))
+            out[i].append(values(sample, weights, seeds[i][start:start + len(weights)]))
     return [np.concatenate(parts) for parts in out]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench.faults.case import Case, must
-from bench.faults.tools import refused, tiny_checkpoint
+from bench.faults.tools import asgi_post, refused, response, tiny_checkpoint
 
 I = "issue 42: serving drains"
 GRACE_S = 0.3
@@ -65,23 +65,7 @@ class SlowBackend:
 
 async def post(app, context: str) -> tuple[int, dict, dict]:
     """(status, headers, JSON body) of `POST /predict` of one request to the ASGI app, in this event loop."""
-    body = json.dumps({"context": context, "question": "why?"}).encode()
-    chunks, sent = [{"type": "http.request", "body": body, "more_body": False}], []
-
-    async def receive() -> dict:
-        return chunks.pop(0) if chunks else {"type": "http.disconnect"}
-
-    async def send(message: dict) -> None:
-        sent.append(message)
-
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-             "path": "/predict", "raw_path": b"/predict", "query_string": b"", "root_path": "",
-             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
-    await app(scope, receive, send)
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
-    return start["status"], headers, json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+    return response(await asgi_post(app, json.dumps({"context": context, "question": "why?"}).encode()))
 
 
 def drained_calls() -> dict[str, tuple[int, dict, dict]]:

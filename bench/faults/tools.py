@@ -139,9 +139,8 @@ class StubBackend:
         return {}
 
 
-def post(app, body: bytes) -> tuple[int, dict]:
-    """(status, JSON body) of `POST /predict` with `body`, through the ASGI app in this process; an error that
-    escapes the app is a 500, as uvicorn would answer."""
+async def asgi_post(app, body: bytes) -> list[dict]:
+    """The ASGI messages the app sends for `POST /predict` with `body`, awaited in this event loop."""
     sent: list[dict] = []
     chunks = [{"type": "http.request", "body": body, "more_body": False}]
 
@@ -155,13 +154,27 @@ def post(app, body: bytes) -> tuple[int, dict]:
              "path": "/predict", "raw_path": b"/predict", "query_string": b"", "root_path": "",
              "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
              "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    await app(scope, receive, send)
+    return sent
+
+
+def response(sent: list[dict]) -> tuple[int, dict, dict]:
+    """(status, headers, JSON body) of the messages an ASGI app sent (500 when it sent no start)."""
+    start = next((m for m in sent if m["type"] == "http.response.start"), {"status": 500, "headers": []})
+    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
+    return start["status"], headers, json.loads(data or b"{}")
+
+
+def post(app, body: bytes) -> tuple[int, dict]:
+    """(status, JSON body) of `POST /predict` with `body`, through the ASGI app in this process; an error that
+    escapes the app is a 500, as uvicorn would answer."""
     try:
-        asyncio.run(app(scope, receive, send))
+        sent = asyncio.run(asgi_post(app, body))
     except Exception as exc:  # noqa: BLE001
         return 500, {"error": f"{type(exc).__name__}: {exc}"[:200]}
-    status = next((m["status"] for m in sent if m["type"] == "http.response.start"), 500)
-    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return status, json.loads(data or b"{}")
+    status, _, answer = response(sent)
+    return status, answer
 
 
 def server_refuses(body: Callable[[], bytes], status: int, expect: str) -> Callable[[Path], str]:
