@@ -61,5 +61,6 @@ def refuse_deep_json() -> bool:
             raise BadModelInput(f"the body is JSON nested too deeply; {FIX}") from None
 
     setattr(decode_json_input, GUARD, True)
+    decode_json_input.__wrapped__ = decode  # MLflow's own, for whoever needs it unwrapped
     scoring_server._decode_json_input = decode_json_input
     return True

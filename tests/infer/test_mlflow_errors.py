@@ -34,7 +34,9 @@ def test_one_line_joins_the_fix():
 def test_a_body_nested_too_deeply_is_a_400_not_a_500(monkeypatch):
     from mlflow.pyfunc import scoring_server
 
-    monkeypatch.setattr(scoring_server, "_decode_json_input", scoring_server._decode_json_input)  # restored after
+    # MLflow's own decoder (a model loaded earlier in this process wrapped it), restored after the test
+    original = getattr(scoring_server._decode_json_input, "__wrapped__", scoring_server._decode_json_input)
+    monkeypatch.setattr(scoring_server, "_decode_json_input", original)
     with pytest.raises(RecursionError):  # MLflow alone: uncaught, a bare 500
         scoring_server.invocations(NESTED, "application/json", NO_MODEL, None)
     assert refuse_deep_json()
