@@ -8,6 +8,7 @@ fixtures' own guards uses it).
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,12 @@ os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
+
+# A test run started in the background by a non-interactive shell (`make test &`, nohup) inherits SIGINT
+# ignored, and so would every process its tests start: the Ctrl-C tests (`deca serve`, `dvc repro` killed after
+# a checkpoint) would find their commands deaf to it. Ctrl-C is restored here, before any test starts one.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_configure(config):
