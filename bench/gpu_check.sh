@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 35, as one script for a GPU machine with PyTorch and no network. Each stage writes its
-# own file to $OUT (at most 8 files come back), runs under a time limit, and later stages run even if one fails:
+# The GPU check of issues 35 and 44, as one script for a GPU machine with PyTorch and no network. Each stage writes
+# its own file to $OUT (at most 8 files come back) before the next starts, runs under a time limit, and later
+# stages run even if one fails. In the issue's order:
 #   1. tests.txt     the exactness and synchronisation tests on the GPU (packing, static/graphed greedy decoding,
 #                    set_sync_debug_mode over a training step and decoding steps)
-#   2. profile.txt   bench/gpu_profile.py: per phase the step time, kernels, launches, host synchronisations, busy
-#      profile.json  time and floor, in fp32 and bf16, with the CUDA-graph switch off and on
-#   3. speedcheck.txt, speedcheck_results.jsonl, speedcheck_summary.md
+#   2. speedcheck.txt, speedcheck_results.jsonl, speedcheck_summary.md
 #                    ../shared/speedcheck with DEVICE=cuda: the original MQAN and this project side by side on the
-#                    same batches, fp32, then greedy decoding with --proj-opt cuda_graphs=1
+#                    same batches, ROUNDS rounds, fp32, then greedy decoding with --proj-opt cuda_graphs=1
+#   3. profile.txt   bench/gpu_profile.py: per phase the step time, kernels, launches, host synchronisations, busy
+#      profile.json  time and floor, with the CUDA-graph switch off and on
 #   4. train.txt     short SST training runs (bf16, GloVe recipe) with train.bucketing budget / exact, if time is left
+# env.txt names the GPU, driver, torch and CUDA, the commit (COMMIT, passed from where the tree was sent: the lent
+# machine's .git may be stale) and a digest of the code that ran (the same command here checks it).
 # Knobs: ROUNDS, STEPS, MINUTES, BUDGET_S, TEST_ARGS, SC_VARIANTS (graphs_all: one variant, every case, with the
-# switch on), SPEEDCHECK_FIRST=1, PROFILE_CONFIGS, PROFILE_ARGS, TRAIN_BUCKETING ("" skips the training runs).
+# switch on), PROFILE_FIRST=1, PROFILE_CONFIGS, PROFILE_ARGS, TRAIN_BUCKETING ("" skips the training runs).
 # Prepare here with `.venv/bin/python -m bench.gpu_pack` (fills the git-ignored .gpu/), carry .gpu, then on the
-# GPU machine `bash bench/gpu_check.sh`. Rehearse here, small: OUT=/tmp/gco DEVICE=cpu ROUNDS=1 STEPS=1 MINUTES=0.1
-#   PROFILE_ARGS="--budget 1500 --decode-batch 16 --decode-steps 5 --warmup 1" SC_WORK=<a WORK built with STEPS=1>
-#   CASES="train:sst decode:sst" bash bench/gpu_check.sh
+# GPU machine `COMMIT=$(git rev-parse --short HEAD) bash bench/gpu_check.sh`. Rehearse here, small: OUT=/tmp/gco
+#   DEVICE=cpu ROUNDS=1 STEPS=1 MINUTES=0.1 PROFILE_ARGS="--budget 1500 --decode-batch 16 --decode-steps 5
+#   --warmup 1" SC_WORK=<a WORK built with STEPS=1> CASES="train:sst decode:sst" bash bench/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-.gpu/out}
 DEVICE=${DEVICE:-cuda}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-10}
 MINUTES=${MINUTES:-0.75}
 BUDGET_S=${BUDGET_S:-540}   # stop starting stages after this many seconds
@@ -43,7 +46,8 @@ stage() {  # stage NAME FILE SECONDS COMMAND...: run with a limit (at most what 
 {
   date -u; nproc; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
-  git log -1 --format='commit %H %s' 2>/dev/null; uptime
+  echo "commit ${COMMIT:-$(git log -1 --format=%h 2>/dev/null) (from git here, maybe stale)}"
+  echo "code digest $(bash bench/code_digest.sh)"; uptime
 } 2>&1 | tee "$OUT/env.txt"
 
 stage tests "$OUT/tests.txt" 150 $PY -m pytest -q -p no:cacheprovider -o addopts= tests/mqan/test_syncs.py \
@@ -68,7 +72,7 @@ profile() {
     --json "$OUT/profile.json" ${PROFILE_ARGS:-}
 }
 
-if [ -n "${SPEEDCHECK_FIRST:-}" ]; then speedcheck; profile; else profile; speedcheck; fi
+if [ -n "${PROFILE_FIRST:-}" ]; then profile; speedcheck; else speedcheck; profile; fi
 
 for bucketing in ${TRAIN_BUCKETING-budget exact}; do
   stage "SST $MINUTES min, bucketing $bucketing" "$OUT/train.txt" 120 $PY -m experiments.sst_ablation --device "$DEVICE" \
