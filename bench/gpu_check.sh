@@ -48,6 +48,8 @@ stage() {  # stage NAME FILE SECONDS COMMAND...: run with a limit (at most what 
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
   echo "commit ${COMMIT:-$(git log -1 --format=%h 2>/dev/null) (from git here, maybe stale)}"
   echo "code digest $(bash bench/code_digest.sh)"; uptime
+  lscpu 2>/dev/null | grep '^Model name'
+  echo "bf16 units: $(grep -owE 'amx_bf16|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 } 2>&1 | tee "$OUT/env.txt"
 
 stage tests "$OUT/tests.txt" 150 $PY -m pytest -q -p no:cacheprovider -o addopts= tests/mqan/test_syncs.py \

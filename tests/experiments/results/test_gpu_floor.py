@@ -1,6 +1,7 @@
 """docs/results/gpu_floor.md is what its records give, and the generator says when a figure has no record."""
 import json
 import shutil
+import statistics
 
 from experiments.results import gpu_floor as report
 from experiments.results import pages
@@ -13,9 +14,46 @@ def test_the_committed_page_is_regenerated_from_its_records_without_a_difference
 def test_a_missing_record_says_not_measured(tmp_path):
     records = tmp_path / "gpu_floor"
     shutil.copytree(report.RECORDS, records)
-    (records / "run3" / "speedcheck_results.jsonl").unlink()
+    for run in (p for p in records.glob("run*") if p.is_dir()):
+        (run / "speedcheck_results.jsonl").unlink(missing_ok=True)
     text = report.render(records)
-    assert "| training examples/s against the original, SQuAD | not measured |" in text and text != report.render()
+    assert "| training examples/s against the original, squad | - | not measured | 0 |" in text
+    assert text != report.render()
+
+
+def _rewrite(path, change):
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    path.write_text("".join(json.dumps(change(r)) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_a_target_is_met_only_when_every_round_meets_it(tmp_path):
+    records = tmp_path / "gpu_floor"
+    shutil.copytree(report.RECORDS, records)
+    runs = {n: records / n for n in ("run1", "run2", "run3", "run4")}
+
+    def faster(r, factor):  # the project's decoding of SQuAD `factor` times faster in round r1 only
+        if r["impl"] == "project" and r["mode"] == "decode" and r["task"] == "squad" and r["tag"].endswith("/r1"):
+            r["examples_per_s"] *= factor
+        return r
+
+    _rewrite(runs["run4"] / "speedcheck_results.jsonl", lambda r: faster(r, 10))
+    ratios = report.ratios(runs["run4"], report.GRAPHS, "decode squad")
+    assert statistics.median(ratios) < report.TARGETS["decode ratio"] <= max(ratios)
+    assert "| decoding examples/s against the original, with CUDA graphs, squad | run4 |" in report.render(records)
+    line = next(li for li in report.targets_table(runs) if "with CUDA graphs, squad" in li)
+    assert line.endswith("| missed |")
+
+
+def test_a_round_begun_with_a_load_above_the_cores_is_left_out(tmp_path):
+    records = tmp_path / "gpu_floor"
+    shutil.copytree(report.RECORDS, records)
+    run = records / "run4"
+    before = report.side_by_side(run)[("fp32", "train squad")]
+    _rewrite(run / "speedcheck_results.jsonl",
+             lambda r: {**r, "load_before": [99.0, 1, 1]} if r["tag"] == "fp32/r2" else r)
+    after = report.side_by_side(run)[("fp32", "train squad")]
+    assert len(after["ratio"]) == len(before["ratio"]) - 1 and after["loaded"] == 1
+    assert "| 2, 1 left out (load above the cores) |" in report.render(records)
 
 
 def test_side_by_side_ratios_are_per_round_and_their_median():
@@ -31,9 +69,18 @@ def test_each_runs_commit_is_said_as_env_txt_and_runs_json_give_it(tmp_path):
     meta = json.loads((records / "runs.json").read_text(encoding="utf-8"))
     assert report.env_commit(records / "run1") == "e5346fe"
     text = report.render(records)
-    assert f"| run1 | {meta['run1']['commit']} | e5346fe |" in text and "differs from runs.json's commit" in text
+    assert f"| run1 | {meta['run1']['date']} | {meta['run1']['commit']} | e5346fe |" in text and "differs from runs.json's commit" in text
     (records / "run2" / "env.txt").write_text("no commit line\n", encoding="utf-8")
-    assert f"| run2 | {meta['run2']['commit']} | none |" in report.render(records)
+    assert f"| run2 | {meta['run2']['date']} | {meta['run2']['commit']} | none |" in report.render(records)
     for name in meta:  # every env.txt agreeing with runs.json: no note
         (records / name / "env.txt").write_text(f"commit {meta[name]['commit']}000 subject\n", encoding="utf-8")
     assert "differs from runs.json's commit" not in report.render(records)
+
+
+def test_a_code_digest_that_differs_from_the_commits_is_said(tmp_path):
+    records = tmp_path / "gpu_floor"
+    shutil.copytree(report.RECORDS, records)
+    assert "agree for run4." in report.render(records)
+    env = records / "run4" / "env.txt"
+    env.write_text(env.read_text(encoding="utf-8").replace("code digest ", "code digest 0"), encoding="utf-8")
+    assert "they differ for run4." in report.render(records)
