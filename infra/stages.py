@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         write_text(path, updated)
         print(f"{path}: {counts(want)}, code dependencies up to date")
         if options:
-            from infra.overlay import write
+            from infra.params_yaml import write
 
             write(args.params, {"prepare": {"task_options": options}})
             print(f"{args.params}: added prepare.task_options for {', '.join(options)} (the tasks' defaults)")
