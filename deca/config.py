@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 
 from deca.errors import ConfigError, did_you_mean
-from deca.params_yaml import key_lines, parse_yaml, read_params_text
+from deca.params_file import key_lines, parse_yaml, read_params_text
 
 DEFAULT_PARAMS = Path("params.yaml")
 

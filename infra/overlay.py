@@ -31,7 +31,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 
 from deca.config import Params, from_dict
-from deca.params_yaml import load_params_file
+from deca.params_file import load_params_file
 from deca.errors import ConfigError
 from deca.io import write_text
 

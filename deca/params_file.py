@@ -41,7 +41,7 @@ def read_params_text(path: str | Path) -> str:
         data = handle.read(MAX_PARAMS_BYTES + 1)
     if len(data) > MAX_PARAMS_BYTES:
         raise ConfigError(f"{path}: refused: {path.stat().st_size:,} bytes, over the {MAX_PARAMS_BYTES:,} a params "
-                          "file may hold (deca.params_yaml.MAX_PARAMS_BYTES); keep settings in it, and data in files "
+                          "file may hold (deca.params_file.MAX_PARAMS_BYTES); keep settings in it, and data in files "
                           "that a setting names")
     try:
         return data.decode("utf-8")
