@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 
-from deca.config import Params, from_dict, load_params_file
+from deca.config import Params, from_dict
+from deca.params_file import load_params_file
 from deca.errors import ConfigError
 from infra.params_yaml import write
 

@@ -140,7 +140,7 @@ def missing_task_options(tables, params_path: str | Path = ROOT / "params.yaml")
 
     from deca.registry import get_task
 
-    from deca.config import load_params_file
+    from deca.params_file import load_params_file
 
     raw = load_params_file(params_path) or {}
     have = ((raw.get("prepare") or {}).get("task_options") or {})
