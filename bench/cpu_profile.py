@@ -17,7 +17,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from bench import record
-from bench.model import SHARED, budget_batches, make_vocab, middle, model_config, optimizer_step, read_task
+from bench.model import SHARED, budget_batches, make_vocab, middle, read_task
+from bench.speedcheck_case import model_config, optimizer_step
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate
 from mqan.model import build_model

@@ -29,7 +29,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from bench import model as bm
-from bench.speedcheck_case import optimizer_step, sync
+from bench.speedcheck_case import model_config, optimizer_step, sync
 from mqan import precision as precisions
 from mqan.batch import collate
 from mqan.model import build_model
@@ -157,7 +157,7 @@ def setup(args, device: torch.device):
     vocab = bm.make_vocab([r for rows in data.values() for r in rows], 50000)
     vectors = VectorSource.from_arrays("random-400", [t.strip() for t in vocab.itos],
                                        torch.randn(len(vocab), 400).numpy())
-    model = build_model(bm.model_config(argparse.Namespace(variant="mqan", recompute_encoder=False), None), vocab,
+    model = build_model(model_config(argparse.Namespace(variant="mqan", recompute_encoder=False), None), vocab,
                         word_vectors=vectors).to(device)
     with torch.no_grad():
         model.out.bias[EOS_ID] = -1e4  # every decoding runs all --decode-steps steps

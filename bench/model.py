@@ -33,8 +33,10 @@ from pathlib import Path
 
 import torch
 
-from deca.config import ModelConfig
+# the harness (../shared/speedcheck) calls bench.model.speedcheck_case, or without it bench.model.model_config
+from bench.speedcheck_case import model_config, optimizer_step, speedcheck_case  # noqa: F401
 from deca.text import normalize_space, tokenize
+from mqan import precision as precisions
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate
 from mqan.model import build_model, count_parameters
@@ -51,8 +53,7 @@ def with_root_on_path() -> dict[str, str]:
     import os
 
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-from bench.speedcheck_case import optimizer_step, speedcheck_case  # noqa: F401  (the harness calls bench.model.speedcheck_case)
-from mqan import precision as precisions
+
 
 CONFIGS = {"fp32": ("fp32", False), "bf16": ("bf16", False), "int8": ("int8", False),
            "fp32-glibc-malloc": ("fp32", True)}  # name -> (precision, glibc's default malloc)
@@ -307,12 +308,6 @@ def print_projection_bound(model, args) -> None:
         t = time.perf_counter() - t0
     print(f"  the vocabulary projection alone, [{args.decode_batch}, {model.out.in_features}] x "
           f"[{model.out.in_features}, {model.out.out_features:,}] {args.decode_steps} times ({args.precision}): {t:.2f} s")
-
-
-def model_config(args, head_dim: int | None) -> ModelConfig:
-    """The benchmarked configuration: params.yaml's model with §9's inputs (frozen random 400-d vectors only)."""
-    return ModelConfig(variant=args.variant, head_dim=head_dim, word_vectors=None, char_ngram_dim=0, embedding_dim=0,
-                       recompute_encoder=args.recompute_encoder)
 
 
 def bench_config(args, vocab: Vocab, vectors: VectorSource, data: dict, decode_rows: dict) -> list:

@@ -1,6 +1,8 @@
 """The project's side of ../shared/speedcheck (its README, "The project's side"): `speedcheck_case` builds
 this project's MQAN for one case as bench/model.py does, in any configuration the harness passes with
-`--proj-opt KEY=VALUE`, and returns the function the harness times.
+`--proj-opt KEY=VALUE`, and returns the function the harness times. The case as the harness defines it,
+its model configuration (`model_config`) and its training step (`optimizer_step`), is defined here, and
+bench/model.py, bench/cpu_profile.py and bench/gpu_profile.py take it from here.
 
 Options: `precision=fp32|bf16|int8` (int8: decoding only; mqan/precision.py), `recompute_encoder=0|1`
 (model.recompute_encoder: the encoder arms rerun in the backward pass, memory for time), `cuda_graphs=0|1`
@@ -20,6 +22,7 @@ import time
 
 import torch
 
+from deca.config import ModelConfig
 from mqan import precision
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate
@@ -54,10 +57,14 @@ def parse_options(options: dict | None, mode: str) -> tuple[str, bool, bool, tor
     return chosen, flags["recompute_encoder"] == "1", flags["cuda_graphs"] == "1", device
 
 
+def model_config(args, head_dim: int | None) -> ModelConfig:
+    """The benchmarked configuration: params.yaml's model with §9's inputs (frozen random 400-d vectors only)."""
+    return ModelConfig(variant=args.variant, head_dim=head_dim, word_vectors=None, char_ngram_dim=0, embedding_dim=0,
+                       recompute_encoder=args.recompute_encoder)
+
+
 def build(itos: list[str], generative: int, seed: int, head_dim: int | None, recompute: bool = False):
     """(model, vocab) as bench/model.py builds them, with the harness's frozen random 400-d vectors."""
-    from bench.model import model_config
-
     torch.manual_seed(seed)
     vocab = Vocab(itos, generative)
     g = torch.Generator().manual_seed(seed)

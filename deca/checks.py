@@ -22,8 +22,9 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from deca.config import (DEFAULT_PARAMS, Params, ParamsError, Problem, key_lines, parse_overrides, read_params,
-                         where_from)
+from deca.config import DEFAULT_PARAMS, Params, ParamsError, Problem, read_params, where_from
+from deca.params_file import key_lines
+from deca.params_args import parse_overrides
 from deca.custom_tasks import declare, make_tasks
 from deca.errors import ConfigError, DecaError, did_you_mean
 from deca.registry import SPLITS, all_tasks, get_task, resolve_tasks

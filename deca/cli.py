@@ -3,7 +3,7 @@
 Each subcommand lives next to the code it drives, in a module named after it (``<command>_cli.py``)
 exposing ``configure(parser: argparse.ArgumentParser) -> None`` and ``run(args) -> int | None``; the
 help's epilog is the module's ``EPILOG``, else its docstring after the first line. Every command that
-reads params takes ``--params FILE`` and ``--set KEY=VALUE`` (deca.config.add_params_arguments).
+reads params takes ``--params FILE`` and ``--set KEY=VALUE`` (deca.params_args.add_params_arguments).
 Modules are imported only for the subcommand being run, so `deca --help` and `deca ls` stay fast.
 Run by DVC as a stage, a command that reads params refuses a params file changed since the run's first
 stage read it (deca/params_guard.py).

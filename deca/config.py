@@ -6,7 +6,6 @@ only its own sections (see dvc.yaml). Section owners: `data`/`prepare` (pipeline
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import re
@@ -16,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import yaml
 
 from deca.errors import ConfigError, did_you_mean
+from deca.params_file import key_lines, parse_yaml, read_params_text
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -299,18 +298,6 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     return value
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads YAML 1.2 floats such as ``1e-09`` (PyYAML's YAML 1.1 reads them as strings;
-    `dvc exp run -S train.eps=1e-9` writes that form)."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with params: the key whose value is wrong (it says where the value came from), what
@@ -388,119 +375,6 @@ def _located(message: str, origin: Mapping[str, str], default: str) -> ConfigErr
     return ParamsError([Problem(found, f"{key or 'params'}: {rest}")], {found: where_from(found, origin, default)})
 
 
-# A params document has a few hundred nodes; aliases (&a / *a) that expand past this are a "billion laughs".
-MAX_YAML_NODES = 100_000
-# params.yaml is ~9 KB; PyYAML, run twice on a read (values, then lines), took minutes over a 50 MB file.
-MAX_PARAMS_BYTES = 256 * 1024
-
-
-def read_params_text(path: str | Path) -> str:
-    """The text of a params file (params.yaml, an overlay); ConfigError, before anything is parsed, when it is
-    over MAX_PARAMS_BYTES (at most that much is read) or not UTF-8."""
-    path = Path(path)
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_PARAMS_BYTES + 1)
-    if len(data) > MAX_PARAMS_BYTES:
-        raise ConfigError(f"{path}: refused: {path.stat().st_size:,} bytes, over the {MAX_PARAMS_BYTES:,} a params "
-                          "file may hold (deca.config.MAX_PARAMS_BYTES); keep settings in it, and data in files "
-                          "that a setting names")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-
-
-def load_params_file(path: str | Path) -> Any:
-    """A params file read (read_params_text: size first) and parsed with parse_yaml's bounds: what every reader
-    of params.yaml or an overlay uses, and what `make run` runs before DVC reads params.yaml (infra/repro.py)."""
-    return parse_yaml(read_params_text(path), path)
-
-
-def parse_yaml(text: str, where: str | Path) -> Any:
-    """A params document (YAML 1.2 floats such as ``1e-09`` read as numbers); ConfigError when it does not
-    parse, nests too deeply, or its aliases expand past MAX_YAML_NODES (checked on the composed nodes, before
-    anything is expanded: time and memory stay bounded)."""
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        check_expansion(node, where)
-        return loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{where}: not valid YAML: {exc}") from exc
-    except RecursionError:
-        raise ConfigError(f"{where}: nested too deeply to be params") from None
-    finally:
-        loader.dispose()
-
-
-def compose_yaml(text: str, where: str | Path) -> yaml.Node | None:
-    """The node graph of a YAML document (aliases not expanded), checked as `parse_yaml` checks it."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{where}: not valid YAML: {exc}") from exc
-    except RecursionError:
-        raise ConfigError(f"{where}: nested too deeply to be params") from None
-    if node is not None:
-        check_expansion(node, where)
-    return node
-
-
-def check_expansion(root: yaml.Node, where: str | Path, limit: int = MAX_YAML_NODES) -> None:
-    """ConfigError when the document under `root` would be more than `limit` nodes once its aliases are
-    expanded, or is recursive (an alias inside its own anchor). Each shared node is counted once (memoized),
-    so a bomb is refused in time proportional to its text."""
-    sizes: dict[int, int] = {}
-    open_: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        kids = _yaml_children(node)
-        if done:
-            open_.discard(id(node))
-            sizes[id(node)] = 1 + sum(sizes[id(k)] for k in kids)
-            if sizes[id(node)] > limit:
-                raise ConfigError(f"{where}:{node.start_mark.line + 1}: refused: its aliases (&name / *name) "
-                                  f"expand to more than {limit:,} values; write the values out instead")
-        elif id(node) in open_:
-            raise ConfigError(f"{where}:{node.start_mark.line + 1}: refused: an alias inside its own anchor "
-                              "(a recursive document)")
-        elif id(node) not in sizes:
-            open_.add(id(node))
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids if id(k) not in sizes)
-
-
-def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.MappingNode):
-        return [n for pair in node.value for n in pair]
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    return []
-
-
-def key_lines(text: str) -> dict[str, int]:
-    """Dotted key -> line (from 1) of each mapping key in a YAML document (empty if it does not parse, or is
-    refused by parse_yaml's bounds, which also say why)."""
-    try:
-        root = compose_yaml(text, "")
-    except ConfigError:
-        return {}
-    lines: dict[str, int] = {}
-
-    def walk(node, prefix: str) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                dotted = f"{prefix}{key.value}"
-                lines[dotted] = key.start_mark.line + 1
-                walk(value, dotted + ".")
-
-    walk(root, "")
-    return lines
-
-
 def set_dotted(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Apply {"train.iterations": 5, ...} to nested dicts in place (sections made as needed); returns `raw`."""
     for dotted, value in overrides.items():
@@ -517,36 +391,3 @@ def set_dotted(raw: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, A
 def tracking_uri(project: str | Path) -> str:
     """The MLflow store: $MLFLOW_TRACKING_URI, else a local SQLite store in the project directory."""
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(project).resolve() / 'mlflow.db'}"
-
-
-def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
-    """``section.key=value`` pairs of ``--set``; values are YAML (``5``, ``[sst, woz.en]``, ``null``, ``true``)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or "." not in key:
-            raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. train.iterations=50")
-        try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({exc})") from exc
-    return out
-
-
-class _ExistingParams(argparse.Action):
-    """``--params FILE`` given explicitly must exist (only the default params.yaml may be missing)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        if not Path(values).is_file():
-            raise argparse.ArgumentError(self, f"{values}: no such params file (leave --params out to use "
-                                               f"{DEFAULT_PARAMS}, or the defaults where there is none)")
-        setattr(namespace, self.dest, values)
-
-
-def add_params_arguments(parser) -> None:
-    """``--params FILE`` and ``--set KEY=VALUE`` (repeatable), the same on every command that reads params."""
-    group = parser.add_argument_group("parameters")
-    group.add_argument("--params", default=DEFAULT_PARAMS, metavar="FILE", action=_ExistingParams,
-                       help="params file (default: %(default)s; missing: the defaults)")
-    group.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                       help="override a parameter, e.g. train.iterations=50 (repeatable; YAML values)")

@@ -5,7 +5,7 @@ import argparse
 import json
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 from deca.registry import all_tasks, resolve_tasks
 
 

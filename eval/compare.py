@@ -78,7 +78,7 @@ def row_from_metrics_file(path: str | Path, label: str | None = None, params_pat
         raise DataError(path, f"not valid JSON ({exc.msg})", line=exc.lineno, fix="rerun `deca evaluate`") from None
     strategy = ""
     if params_path is not None:
-        from deca.config import load_params_file
+        from deca.params_file import load_params_file
 
         raw = load_params_file(params_path)
         strategy = ((raw or {}).get("train") or {}).get("strategy", "")

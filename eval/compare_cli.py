@@ -40,7 +40,7 @@ import json
 from pathlib import Path
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 from eval.stats import MAX_REPLICATES, MIN_REPLICATES
 
 

@@ -14,7 +14,7 @@ import json
 import sys
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 from deca.errors import ConfigError
 
 EPILOG = (

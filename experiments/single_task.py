@@ -96,7 +96,7 @@ def run(args) -> int:
 
     from experiments import workdir as ex
     from deca.checks import load_params
-    from deca.config import parse_overrides
+    from deca.params_args import parse_overrides
     from deca.io import write_json
     from train.distributed import Distributed
     from train.recipe import local_recipe

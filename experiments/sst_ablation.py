@@ -46,7 +46,7 @@ def build_recipe(args):
     import torch
 
     from deca.checks import load_params
-    from deca.config import parse_overrides
+    from deca.params_args import parse_overrides
     from experiments.workdir import overlay_overrides
     from train.distributed import Distributed
     from train.recipe import local_recipe

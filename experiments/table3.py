@@ -56,7 +56,7 @@ def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Pa
     """params.yaml + the overlays + --set, with the workdir's data, checkpoints and MLflow experiment, into
     <workdir>/params.yaml; loaded once here so that a bad key fails before anything runs."""
     from deca.checks import load_params
-    from deca.config import parse_overrides
+    from deca.params_args import parse_overrides
 
     merged = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for path in (OVERLAYS[0], *overlays, OVERLAYS[1]):  # the grid's tasks and budget stay; --set changes them

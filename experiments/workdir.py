@@ -91,7 +91,7 @@ def workdir_params(workdir: Path, params_path: str, overlays: list[str], sets: l
     <workdir>/mlflow.db unless MLFLOW_TRACKING_URI says otherwise, the workdir's data and vocabulary in params,
     the experiments' defaults (validation every 50 iterations, 2 Ray workers), then --overlay files, then --set."""
     from deca.checks import load_params
-    from deca.config import parse_overrides
+    from deca.params_args import parse_overrides
 
     workdir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir / 'mlflow.db'}")

@@ -28,7 +28,7 @@ import argparse
 import dataclasses
 
 from deca.checks import checked_params
-from deca.config import add_params_arguments, parse_overrides
+from deca.params_args import add_params_arguments, parse_overrides
 from deca.runs import add_model_arguments
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 from deca.lineage import PREFIX, chain
 
 

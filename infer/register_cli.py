@@ -30,7 +30,7 @@ import argparse
 import time
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 from deca.errors import ConfigError
 
 

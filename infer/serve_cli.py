@@ -32,7 +32,7 @@ import signal
 import sys
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 from deca.runs import add_model_arguments
 from deca.errors import ConfigError
 from infer.limits import MAX_CONTEXT_CHARS, InputLimits

@@ -10,7 +10,7 @@ updates. The exit status is dvc's.
     python -m infra.repro                 # what `make run` does
     python -m infra.repro train           # up to one stage, as `dvc repro train`
 
-Before dvc starts, params.yaml is read as every deca command reads it (deca.config.load_params_file: a size
+Before dvc starts, params.yaml is read as every deca command reads it (deca.params_file.load_params_file: a size
 limit, then aliases bounded): DVC's own loader has neither, and an alias bomb took it to 3 GB in 45 s.
 """
 from __future__ import annotations
@@ -70,7 +70,7 @@ class Reporter:
 
 def params_refused(params_path: Path) -> str | None:
     """Why DVC must not read `params_path` (its one-line error), else None (also when there is none)."""
-    from deca.config import load_params_file
+    from deca.params_file import load_params_file
     from deca.errors import ConfigError
 
     try:

@@ -140,7 +140,7 @@ def missing_task_options(tables, params_path: str | Path = ROOT / "params.yaml")
 
     from deca.registry import get_task
 
-    from deca.config import load_params_file
+    from deca.params_file import load_params_file
 
     raw = load_params_file(params_path) or {}
     have = ((raw.get("prepare") or {}).get("task_options") or {})
@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         write_text(path, updated)
         print(f"{path}: {counts(want)}, code dependencies up to date")
         if options:
-            from infra.overlay import write
+            from infra.params_yaml import write
 
             write(args.params, {"prepare": {"task_options": options}})
             print(f"{args.params}: added prepare.task_options for {', '.join(options)} (the tasks' defaults)")

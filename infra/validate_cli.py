@@ -28,7 +28,9 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterator
 
-from deca.config import add_params_arguments, key_lines, load_params_file, parse_overrides, parse_yaml, read_params
+from deca.config import read_params
+from deca.params_file import key_lines, load_params_file, parse_yaml
+from deca.params_args import add_params_arguments, parse_overrides
 from deca.errors import ConfigError, DataError
 
 STAMP_TEXT = ("params.yaml passed `deca validate` (dvc.yaml's validate stage); the stages that read params "
@@ -76,7 +78,7 @@ def load(params_path: str, overlays: list[str], sets: list[str]) -> tuple[Any, d
     for path in overlays:
         from infra import overlay  # only with --overlay (not in the validate stage: infra/stages.py)
 
-        values = overlay.load_overlay(path)  # its size and aliases bounded (deca.config.load_params_file)
+        values = overlay.load_overlay(path)  # its size and aliases bounded (deca.params_file.load_params_file)
         lines = key_lines(Path(path).read_text(encoding="utf-8"))
         for key, value in overlay.leaves(values):
             overrides[key] = value

@@ -1,25 +1,23 @@
-"""Greedy decoding of MQAN (mqan/model.py): the answer one token at a time, each the most probable under the
-output distribution (Eq. 13, mqan/mixture.py), until every answer has <eos> or `max_len` steps.
+"""Greedy decoding of a `Decoder` (mqan/decoding.py: MQAN, mqan/model.py): the answer one token at a time,
+each the most probable under the output distribution (Eq. 13, mqan/mixture.py), until every answer has <eos>
+or `max_len` steps.
 
 `steps` is the loop as a generator (it yields after the encoder and after each step, so `deca serve` can run
 other calls' batches in between); `static` the same with static shapes for CUDA graphs (mqan/static_decode.py).
+Both call the model's one decoding step (`Decoder.decode_step`) and choose with mqan/mixture.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generator
+from typing import Generator
 
 import torch
 
 from deca.text import detokenize
 from mqan import mixture, static_decode, syncs
 from mqan.batch import Batch
-from mqan.layers import KVCache
+from mqan.decoding import Decoder
 from mqan.vocab import EOS_ID, INIT_ID, PAD_ID
-from mqan.vocab_log_prob import wide
-
-if TYPE_CHECKING:
-    from mqan.model import MQAN
 
 
 @dataclass
@@ -33,7 +31,7 @@ class GreedyOutput:
     contributions: torch.Tensor | None = None  # [B, S, 3] p(chosen token) from each source (they sum to it)
 
 
-def static(model: "MQAN", batch: Batch, max_len: int) -> GreedyOutput:
+def static(model: Decoder, batch: Batch, max_len: int) -> GreedyOutput:
     """Greedy decoding with static shapes (mqan/static_decode.py): one step captured as a CUDA graph on a GPU."""
     enc = model.encode(batch)
     st, taken = static_decode.run(model, enc, max_len, graphs=True)
@@ -45,39 +43,30 @@ def static(model: "MQAN", batch: Batch, max_len: int) -> GreedyOutput:
                         st.weights[:, :taken].masked_fill(~live[..., None], 0.0), live.sum(1))
 
 
-def steps(model: "MQAN", batch: Batch, max_len: int, incremental: bool,
+def steps(model: Decoder, batch: Batch, max_len: int, incremental: bool,
           explain: bool = False) -> Generator[None, None, GreedyOutput]:
     """Greedy decoding of `batch` (the model in eval mode, gradients off) as a generator that yields after the
     encoder and after each step; its return value is the output. `incremental`: the decoder keeps the keys and
-    values of past positions (KVCache) instead of recomputing the whole prefix at each step."""
+    values of past positions (KVCache) instead of recomputing the whole prefix at each step (with self-attentive
+    decoder layers; s2s's step reads the previous token only)."""
     enc = model.encode(batch)
     yield
     B = batch.size
     prev = torch.full((B, 1), INIT_ID, dtype=torch.long, device=enc.context.device)
     state, ctx = enc.state, enc.context.new_zeros(B, enc.context.shape[-1])
-    caches = None
-    if model.arch.self_attention and incremental:
-        caches = [KVCache(max_len) for _ in model.decoder_layers]
+    incremental = incremental or not model.self_attentive
+    cache = model.new_cache(max_len) if incremental else None
     prefix = prev
-    question_ids = enc.question_ext if model.arch.question_pointer else None
-    candidates = mixture.Candidates.of(enc.context_ext, question_ids)
+    candidates = mixture.Candidates.of(enc.context_ext, enc.question_ext)
     done = torch.zeros(B, dtype=torch.bool, device=prev.device)
     check = syncs.check_every(prev.device)
     ids, lps, weights, finished, parts = [], [], [], [], []
     for t in range(max_len):
-        if incremental or not model.arch.self_attention:
-            x = model._answer_features(enc, prev, offset=t, caches=caches)[:, -1]
-        else:
-            x = model._answer_features(enc, prefix)[:, -1]
-        step, state = model._step(enc, x, state, ctx)
-        ctx = step.context
-        p_vocab = torch.softmax(wide(model._logits(ctx)), -1)  # [B, V], fp32 under bf16 autocast too
-        w = model._switches(step).weights()
-        pointers = mixture.Pointers(wide(step.log_context), enc.context_ext,
-                                    None if step.log_question is None else wide(step.log_question), question_ids)
-        y, lp = mixture.choose(p_vocab, w, pointers, candidates)
+        step = model.decode_step(enc, prev if incremental else prefix, state, ctx, cache)
+        state, ctx, w = step.state, step.context, step.weights
+        y, lp = mixture.choose(step.p_vocab, w, step.pointers, candidates)  # [B] the most probable token (Eq. 13)
         if explain:
-            parts.append(mixture.contributions(p_vocab, w, pointers, y))
+            parts.append(mixture.contributions(step.p_vocab, w, step.pointers, y))
         finished.append(done.clone())
         ids.append(y)
         lps.append(lp)

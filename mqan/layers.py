@@ -172,32 +172,65 @@ class EncoderLayer(nn.Module):
 
 
 class KVCache:
-    """Keys and values of the decoded prefix, [B, H, t, k] each, in buffers allocated once for `capacity`
-    positions: a decoding step writes its own position instead of copying the whole prefix (torch.cat)."""
+    """Keys and values of the decoded prefix for every decoder layer, [B, H, S, k] each in zeroed buffers of
+    `capacity` = S positions, allocated at the first step (in its dtype: bf16 under autocast); a step writes
+    its own positions instead of copying the whole prefix (torch.cat). One cache for both greedy paths:
 
-    def __init__(self, capacity: int):
-        self.capacity, self.length = capacity, 0
-        self.keys = self.values = None
+    - eager: the position is a Python int; the layers attend to views of the positions so far;
+    - `static` (CUDA graphs, mqan/static_decode.py): the position `t` is a tensor on the device, and the layers
+      attend to all S positions with a mask of those <= t (masked weights are exactly 0, so the answer is that
+      of the prefix): fixed shapes, no host synchronisation, so one step can be captured and replayed.
+    """
 
-    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add positions (k, v: [B, H, T, k]); returns views of every position so far."""
-        if self.keys is None:
+    def __init__(self, layers: int, capacity: int, static: bool = False, device=None):
+        self.capacity, self.static, self.length = capacity, static, 0
+        self.keys: list[torch.Tensor | None] = [None] * layers
+        self.values: list[torch.Tensor | None] = [None] * layers
+        self.t = torch.zeros((), dtype=torch.long, device=device) if static else None  # [] the step (static)
+        self._table = self._visible = None
+
+    def encodings(self, T: int, d: int, dtype: torch.dtype, device) -> torch.Tensor:
+        """[T, d] positional encodings of the next T positions (Eq. 3). Static: T = 1, read from a table of the
+        S positions at t, in `dtype`; called once per step, before the layers (it also sets their mask)."""
+        if not self.static:
+            return positional_encodings(T, d, self.length, device)
+        if self._table is None:
+            self._table = positional_encodings(self.capacity, d, 0, device)
+        self._visible = (torch.arange(self.capacity, device=device) <= self.t)[None, None, None, :]  # [1, 1, 1, S]
+        return self._table.index_select(0, self.t.view(1)).to(dtype)
+
+    def update(self, i: int, k: torch.Tensor, v: torch.Tensor):
+        """Write the new positions (k, v: [B, H, T, k]) of decoder layer i; returns (keys, values, mask) to
+        attend to: the positions so far and no mask, or (static) all S positions and the mask of those <= t."""
+        if self.keys[i] is None:
             B, H, _, K = k.shape
-            self.keys, self.values = k.new_empty(B, H, self.capacity, K), v.new_empty(B, H, self.capacity, K)
+            self.keys[i], self.values[i] = k.new_zeros(B, H, self.capacity, K), v.new_zeros(B, H, self.capacity, K)
+        keys, values = self.keys[i], self.values[i]
+        if self.static:
+            keys.index_copy_(2, self.t.view(1), k)
+            values.index_copy_(2, self.t.view(1), v)
+            return keys, values, self._visible
         end = self.length + k.shape[2]
         if end > self.capacity:
             raise ValueError(f"KVCache: {end} positions do not fit the {self.capacity} allocated")
-        self.keys[:, :, self.length:end] = k
-        self.values[:, :, self.length:end] = v
-        self.length = end
-        return self.keys[:, :, :end], self.values[:, :, :end]
+        keys[:, :, self.length:end] = k
+        values[:, :, self.length:end] = v
+        return keys[:, :, :end], values[:, :, :end], None
+
+    def advance(self, T: int = 1) -> None:
+        """The step is done: the next writes go T positions further (static: in place, on the device)."""
+        if self.static:
+            self.t.add_(T)
+        else:
+            self.length += T
 
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, attention over the context, residual feed-forward (Eqs. 4-6).
 
     Two modes with one computation: the whole answer at once (causal mask), or the next position given
-    the keys/values of the previous positions (`cache`, a KVCache it appends to), for greedy decoding.
+    the keys/values of the previous positions (`cache`, a KVCache this layer, number `index`, writes to),
+    for greedy decoding.
     """
 
     def __init__(self, d: int, f: int, heads: int, head_dim: int, dropout: float):
@@ -208,7 +241,7 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x, memory, memory_mask, cache=None):
+    def forward(self, x, memory, memory_mask, cache: KVCache | None = None, index: int = 0):
         """x [B, T, d] (T = 1 with a cache); memory: C_fin [B, L, d]; memory_mask [B, L]. Returns [B, T, d].
 
         With a cache (decoding, eval) the attention over C_fin takes `MultiHead.attend_one`'s route.
@@ -218,8 +251,7 @@ class DecoderLayer(nn.Module):
             T = x.shape[1]
             mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()  # causal
         else:
-            k, v = cache.append(k, v)
-            mask = None  # one new position sees every cached one
+            k, v, mask = cache.update(index, k, v)  # one new position sees every cached one
         x = self.norm1(x + self.drop(self.self_attn(x, (k, v), mask)))
         if cache is None or self.training:
             attended = self.ctx_attn(x, self.ctx_attn.keys_values(memory), memory_mask[:, None, None, :])

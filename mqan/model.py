@@ -7,9 +7,11 @@ Variants (`ModelConfig.variant`), each adding to the previous one:
   catt  + context and question encoded separately, dual coattention (context pointer only)
   qptr  + question arm and question pointer with its switch: MQAN (`mqan` is an alias)
 
-One computation for training and decoding: `token_log_probs` (teacher forcing) and `greedy` (its loop in
-mqan/greedy.py) call the same step functions; greedy keeps the keys/values of past decoder positions and
-attends to C_fin directly (`MultiHead.attend_one`), so nothing is recomputed. The output distribution (Eq. 13) lives in mqan/mixture.py: the loss needs only
+One computation for training and decoding: `token_log_probs` (teacher forcing) and `greedy` (its loops in
+mqan/greedy.py and mqan/static_decode.py) call the same step functions (`answer_features`, `recurrent_step`;
+greedy through the one public decoding step, `decode_step`, the interface of mqan/decoding.py); greedy keeps
+the keys/values of past decoder positions (`new_cache`) and attends to C_fin directly (`MultiHead.attend_one`),
+so nothing is recomputed. The output distribution (Eq. 13) lives in mqan/mixture.py: the loss needs only
 each target's probability, computed in log space from the three sources, and greedy decoding only the
 most probable token, so neither builds the extended-vocabulary distribution.
 Shapes: B batch, L context, M question, T answer steps, d dimension, V generative vocabulary,
@@ -43,10 +45,11 @@ from torch import nn
 from deca.config import ModelConfig
 from mqan import greedy, mixture
 from mqan.batch import Batch, Sequences
+from mqan.decoding import Attended, Encoded, Step
 from mqan.greedy import GreedyOutput
 from mqan.inputs import Featurizer, InputEmbedding
-from mqan.layers import (Arm, BiLSTM, Coattention, DecoderLayer, DecoderLSTM, PointerAttention,
-                               positional_encodings)
+from mqan.layers import (Arm, BiLSTM, Coattention, DecoderLayer, DecoderLSTM, KVCache, PointerAttention,
+                         positional_encodings)
 from mqan.vectors import VectorSource, open_source
 from mqan.vocab import INIT_ID, PAD_ID, UNK_ID, Vocab
 from mqan.vocab_log_prob import wide
@@ -67,30 +70,6 @@ VARIANTS = {
     "qptr": Arch(True, True, True, True),
     "mqan": Arch(True, True, True, True),
 }
-
-
-@dataclass
-class Encoded:
-    context: torch.Tensor  # [B, L, d] C_fin (for s2s/satt: of the concatenation)
-    context_mask: torch.Tensor  # [B, L]
-    context_ext: torch.Tensor  # [B, L] extended ids (pointer targets)
-    question: torch.Tensor | None  # [B, M, d] Q_fin (question pointer only)
-    question_mask: torch.Tensor | None
-    question_ext: torch.Tensor | None
-    state: tuple[torch.Tensor, torch.Tensor]  # decoder LSTM initial (h, c), each [layers, B, d]
-    features: dict[str, torch.Tensor]  # input features of the batch's own tokens (InputEmbedding.batch_features)
-
-
-@dataclass
-class Attended:
-    """The decoder at some answer positions (leading shape [...]: [B] for one step, [B, T] for teacher
-    forcing, [N] once the real positions are selected)."""
-    x: torch.Tensor  # [..., d] A_self (A_proj for s2s): the LSTM's input
-    h: torch.Tensor  # [..., d] h_t, Eq. 7
-    context: torch.Tensor  # [..., d] c~_t, Eq. 9
-    log_context: torch.Tensor  # [..., L] log a^C_t, Eq. 8
-    question: torch.Tensor | None = None  # [..., d] q~_t, Eq. 10 (question pointer only)
-    log_question: torch.Tensor | None = None  # [..., M] log a^Q_t
 
 
 @dataclass
@@ -183,30 +162,55 @@ class MQAN(nn.Module):
         return Encoded(c_fin, c.mask, c.ext, q_fin, q.mask, q.ext, state, feats)
 
     # ---- decoder pieces shared by teacher forcing and greedy decoding ---------------------------------
-    def _answer_features(self, enc: Encoded, inputs: torch.Tensor, offset: int = 0, caches=None):
+    @property
+    def self_attentive(self) -> bool:
+        """Self-attentive decoder layers (satt, catt, mqan): their keys/values are what a KVCache holds."""
+        return self.arch.self_attention
+
+    def new_cache(self, capacity: int, static: bool = False, device=None) -> KVCache:
+        """An empty KVCache of `capacity` positions for the decoder layers (`static`: for CUDA graphs)."""
+        return KVCache(len(getattr(self, "decoder_layers", ())), capacity, static, device)
+
+    def answer_features(self, enc: Encoded, inputs: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
         """Decoder inputs (extended ids [B, T]) -> LSTM inputs [B, T, d]: A_self, or A_proj for s2s.
 
-        With `caches` (one KVCache per layer, appended to) the T positions continue a prefix of length
-        `offset` whose keys/values are cached.
+        With a `cache` the T positions continue the prefix whose keys/values it holds (it writes theirs).
         """
         a = self.dec_proj(self.embed(inputs, enc.features))  # A_proj [B, T, d]
         if not self.arch.self_attention:
             return a
-        x = self.drop(a + positional_encodings(inputs.shape[1], a.shape[-1], offset, a.device))  # A_ppr
+        T, d = inputs.shape[1], a.shape[-1]
+        pe = positional_encodings(T, d, 0, a.device) if cache is None else cache.encodings(T, d, a.dtype, a.device)
+        x = self.drop(a + pe)  # A_ppr
         for i, layer in enumerate(self.decoder_layers):
-            x = layer(x, enc.context, enc.context_mask, None if caches is None else caches[i])
+            x = layer(x, enc.context, enc.context_mask, cache, i)
         return x  # A_self [B, T, d]
 
-    def _step(self, enc: Encoded, x: torch.Tensor, state, ctx_prev: torch.Tensor,
-              question: bool = True) -> tuple[Attended, tuple]:
-        """One recurrent step: x [B, d], c~_{t-1} [B, d] -> (the step's outputs, the LSTM state). The question
-        pointer only with `question`: its output is not fed back, so teacher forcing batches it."""
+    def recurrent_step(self, enc: Encoded, x: torch.Tensor, state, ctx_prev: torch.Tensor,
+                       question: bool = True) -> tuple[Attended, tuple]:
+        """One recurrent step (Eqs. 7-10): x [B, d], c~_{t-1} [B, d] -> (the step's outputs, the LSTM state). The
+        question pointer only with `question`: its output is not fed back, so teacher forcing batches it."""
         h, state = self.lstm(torch.cat([x, ctx_prev], -1), state)
         ctx, log_ac = self.context_attn(h, enc.context, enc.context_mask)  # [B, d], [B, L]
         step = Attended(x, h, ctx, log_ac)
         if self.arch.question_pointer and question:
             step.question, step.log_question = self.question_attn(h, enc.question, enc.question_mask)
         return step, state
+
+    def decode_step(self, enc: Encoded, inputs: torch.Tensor, state, ctx_prev: torch.Tensor,
+                    cache: KVCache | None) -> Step:
+        """The one decoding step of every greedy path (mqan/decoding.py): the decoder's inputs (extended ids
+        [B, T]: the previous token, T = 1, after the prefix in `cache`; or the whole prefix, no cache), the
+        LSTM state and c~_{t-1} [B, d] -> the next position's output sources (Eq. 13) and recurrent state.
+        No host synchronisation and, with a static cache, no shape that depends on the step (CUDA graphs)."""
+        x = self.answer_features(enc, inputs, cache)[:, -1]  # [B, d]
+        out, state = self.recurrent_step(enc, x, state, ctx_prev)
+        p_vocab = torch.softmax(wide(self._logits(out.context)), -1)  # [B, V], fp32 under bf16 autocast too
+        pointers = mixture.Pointers(wide(out.log_context), enc.context_ext,
+                                    None if out.log_question is None else wide(out.log_question), enc.question_ext)
+        if cache is not None:
+            cache.advance(inputs.shape[1])
+        return Step(out, state, p_vocab, self._switches(out).weights(), pointers)
 
     def _logits(self, ctx: torch.Tensor) -> torch.Tensor:
         """Vocabulary scores W_v c~_t (Eq. 11), [..., d] -> [..., V]."""
@@ -232,11 +236,11 @@ class MQAN(nn.Module):
             init = torch.full_like(targets[:, :1], INIT_ID)
             inputs = torch.cat([init, targets[:, :-1]], 1)
         enc = self.encode(batch)
-        x = self._answer_features(enc, inputs)  # [B, T, d]
+        x = self.answer_features(enc, inputs)  # [B, T, d]
         state, ctx = enc.state, x.new_zeros(x.shape[0], x.shape[2])
         hs, ctxs, log_acs = [], [], []
         for t in range(x.shape[1]):
-            step, state = self._step(enc, x[:, t], state, ctx, question=False)
+            step, state = self.recurrent_step(enc, x[:, t], state, ctx, question=False)
             ctx = step.context
             hs.append(step.h), ctxs.append(step.context), log_acs.append(step.log_context)
         steps = Attended(x, torch.stack(hs, 1), torch.stack(ctxs, 1), torch.stack(log_acs, 1))  # [B, T, ...]

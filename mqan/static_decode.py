@@ -3,7 +3,8 @@
 `MQAN.greedy(..., cuda_graphs=True)` comes here. Each step of `MQAN._greedy` launches a few hundred small
 kernels (decoder layers, LSTM cell, two pointer attentions, W_v, the mixture's argmax) and its shapes grow
 with the step (the cached prefix). Here every tensor a step reads or writes has a size fixed for the whole
-batch, and the step itself is written in place into those buffers:
+batch: the model's one decoding step (`decode_step`, mqan/decoding.py) over a static KVCache (mqan/layers.py),
+its results written in place into those buffers:
 
 - the keys/values of the decoded prefix live in zeroed buffers of `max_len` positions; a step writes its own
   position and attends to all of them with a mask of the positions so far (masked weights are exactly 0,
@@ -26,10 +27,10 @@ from dataclasses import dataclass
 import torch
 
 from mqan import mixture
+from mqan.decoding import Decoder, Encoded
+from mqan.layers import KVCache
 from mqan.syncs import check_every
-from mqan.layers import positional_encodings
 from mqan.vocab import EOS_ID, INIT_ID
-from mqan.vocab_log_prob import wide
 
 WARMUP = 1  # eager steps before the capture (lazy initialisation, and the caches take the step's dtype)
 
@@ -37,92 +38,64 @@ WARMUP = 1  # eager steps before the capture (lazy initialisation, and the cache
 @dataclass
 class StaticState:
     """Every buffer a decoding step reads and writes, allocated once per batch (B rows, S = max_len)."""
-    t: torch.Tensor  # [] long, the step
+    cache: KVCache  # static: the step t on the device, the decoder layers' keys/values [B, H, S, k]
     prev: torch.Tensor  # [B, 1] previous token (extended id)
     h: torch.Tensor  # [layers, B, d] decoder LSTM state
     c: torch.Tensor
     ctx: torch.Tensor  # [B, d] c~_{t-1}
     done: torch.Tensor  # [B] bool
-    keys: list[torch.Tensor | None]  # per decoder layer, [B, H, S, k] (made by the first step, in its dtype)
-    values: list[torch.Tensor | None]
     ids: torch.Tensor  # [B, S] chosen extended ids
     log_probs: torch.Tensor  # [B, S]
     weights: torch.Tensor  # [B, S, 3]
     finished: torch.Tensor  # [B, S] bool: the row had <eos> before step t
 
+    @property
+    def t(self) -> torch.Tensor:
+        """[] long, the step (on the device)."""
+        return self.cache.t
 
-def new_state(model, enc, max_len: int) -> StaticState:
+
+def new_state(model: Decoder, enc: Encoded, max_len: int) -> StaticState:
     """Zeroed buffers for decoding the encoded batch `enc` for up to `max_len` steps."""
     B, d = enc.context.shape[0], enc.context.shape[-1]
     dev, dtype = enc.context.device, enc.context.dtype
-    layers = len(getattr(model, "decoder_layers", []))
-    keys, values = [None] * layers, [None] * layers
     h, c = (s.clone() for s in enc.state)
-    return StaticState(torch.zeros((), dtype=torch.long, device=dev),
+    return StaticState(model.new_cache(max_len, static=True, device=dev),
                        torch.full((B, 1), INIT_ID, dtype=torch.long, device=dev), h, c,
                        torch.zeros(B, d, device=dev, dtype=dtype), torch.zeros(B, dtype=torch.bool, device=dev),
-                       keys, values, torch.zeros(B, max_len, dtype=torch.long, device=dev),
+                       torch.zeros(B, max_len, dtype=torch.long, device=dev),
                        torch.zeros(B, max_len, device=dev), torch.zeros(B, max_len, 3, device=dev),
                        torch.ones(B, max_len, dtype=torch.bool, device=dev))
 
 
-def _decoder_layer(layer, x, memory, memory_mask, st: StaticState, i: int, visible):
-    """`DecoderLayer.forward` for one position with a fixed-size cache (eval mode): write position st.t of layer
-    i's cache (zeros, made at the first step in the dtype of its keys: bf16 under autocast), attend to the
-    positions `visible` ([S] bool)."""
-    k, v = layer.self_attn.keys_values(x)  # [B, H, 1, k]
-    if st.keys[i] is None:
-        st.keys[i] = k.new_zeros(k.shape[0], k.shape[1], len(visible), k.shape[3])
-        st.values[i] = v.new_zeros(v.shape[0], v.shape[1], len(visible), v.shape[3])
-    keys, values, t = st.keys[i], st.values[i], st.t
-    keys.index_copy_(2, t.view(1), k)
-    values.index_copy_(2, t.view(1), v)
-    x = layer.norm1(x + layer.self_attn(x, (keys, values), visible[None, None, None, :]))
-    x = layer.norm2(x + layer.ctx_attn.attend_one(x, memory, memory_mask))
-    return layer.norm3(x + layer.ff(x))
-
-
-def step(model, enc, st: StaticState, pe: torch.Tensor, candidates: mixture.Candidates,
-         question_ids: torch.Tensor | None) -> None:
-    """One greedy step, entirely in place in `st` (no host synchronisation, no shape that depends on t)."""
-    t = st.t
-    x = model.dec_proj(model.embed(st.prev, enc.features))  # A_proj [B, 1, d]
-    if model.arch.self_attention:
-        x = x + pe.index_select(0, t.view(1))[None].to(x.dtype)  # A_ppr (no dropout in eval)
-        visible = torch.arange(pe.shape[0], device=t.device) <= t
-        for i, layer in enumerate(model.decoder_layers):
-            x = _decoder_layer(layer, x, enc.context, enc.context_mask, st, i, visible)
-    out, (h, c) = model._step(enc, x[:, 0], (st.h, st.c), st.ctx)
-    p_vocab = torch.softmax(wide(model._logits(out.context)), -1)  # [B, V]
-    w = model._switches(out).weights()
-    pointers = mixture.Pointers(wide(out.log_context), enc.context_ext,
-                                None if out.log_question is None else wide(out.log_question), question_ids)
-    y, lp = mixture.choose(p_vocab, w, pointers, candidates)
-    col = t.view(1)
+def step(model: Decoder, enc: Encoded, st: StaticState, candidates: mixture.Candidates) -> None:
+    """One greedy step, the model's `decode_step` over the static cache, its results written in place in `st`
+    (no host synchronisation, no shape that depends on t)."""
+    out = model.decode_step(enc, st.prev, (st.h, st.c), st.ctx, st.cache)
+    y, lp = mixture.choose(out.p_vocab, out.weights, out.pointers, candidates)  # [B]
+    col = st.t.view(1) - 1  # the step's column (decode_step moved the cache on to t + 1)
     st.finished.index_copy_(1, col, st.done[:, None])
     st.ids.index_copy_(1, col, y[:, None])
     st.log_probs.index_copy_(1, col, lp[:, None].float())
-    st.weights.index_copy_(1, col, w[:, None].float())
+    st.weights.index_copy_(1, col, out.weights[:, None].float())
     st.done.logical_or_(y == EOS_ID)
     st.prev.copy_(y[:, None])
-    st.h.copy_(h)
-    st.c.copy_(c)
+    st.h.copy_(out.state[0])
+    st.c.copy_(out.state[1])
     st.ctx.copy_(out.context)
-    st.t.add_(1)
 
 
-def run(model, enc, max_len: int, graphs: bool, check: int | None = None) -> tuple[StaticState, int]:
+def run(model: Decoder, enc: Encoded, max_len: int, graphs: bool,
+        check: int | None = None) -> tuple[StaticState, int]:
     """Decode `enc` in place; returns the state and the number of steps `MQAN._greedy` would have taken.
     `check`: steps between the host checks for the end (default `check_every` of the device)."""
     st = new_state(model, enc, max_len)
-    pe = positional_encodings(max_len, enc.context.shape[-1], 0, enc.context.device)
-    question_ids = enc.question_ext if model.arch.question_pointer else None
-    candidates = mixture.Candidates.of(enc.context_ext, question_ids)
+    candidates = mixture.Candidates.of(enc.context_ext, enc.question_ext)
     graphs = graphs and enc.context.is_cuda
     check = check or check_every(enc.context.device)
 
     def one():
-        step(model, enc, st, pe, candidates, question_ids)
+        step(model, enc, st, candidates)
 
     graph = None
     for t in range(max_len):

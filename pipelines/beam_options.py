@@ -16,26 +16,9 @@ import os
 import re
 from typing import Any, Iterator, Sequence
 
+from pipelines import beam_logging  # noqa: F401  (first: quiets Beam's import-time warning)
 
-class _QuietBeamImport(logging.Filter):
-    """Beam logs a spurious root-logger warning about apitools on import (no GCP client is used here)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "apitools not found" not in record.getMessage()
-
-
-class _NoInterruptTraceback(logging.Filter):
-    """Beam logs a whole traceback when Ctrl-C lands in a DoFn, before re-raising it; the CLI says
-    "interrupted" instead (the traceback stays available with `deca -v`, which logs at DEBUG)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "KeyboardInterrupt" not in record.getMessage() or logging.getLogger().level <= logging.DEBUG
-
-
-logging.getLogger().addFilter(_QuietBeamImport())
-logging.getLogger("apache_beam.runners.common").addFilter(_NoInterruptTraceback())
-
-import apache_beam as beam  # noqa: E402  (after the filter above)
+import apache_beam as beam  # noqa: E402
 from apache_beam.options.pipeline_options import (  # noqa: E402
     DirectOptions, PipelineOptions, StandardOptions, _BeamArgumentParser)
 
@@ -43,6 +26,7 @@ from deca.config import PrepareConfig  # noqa: E402
 from deca.errors import ConfigError, DataError, DecaError, _rebuild_data_error  # noqa: E402
 
 LOG = logging.getLogger(__name__)
+
 
 def beam_flags(cfg: PrepareConfig, beam_args: Sequence[str] = ()) -> list[str]:
     """params.yaml's beam_options, then the command line's Beam flags; --runner from params unless given."""

@@ -25,7 +25,7 @@ import argparse
 import logging
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 
 LOG = logging.getLogger("deca.contamination")
 PASS_THROUGH = "beam_args"

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from pipelines import beam_options  # noqa: F401  (first: quiets Beam's import-time warning)
+from pipelines import beam_logging  # noqa: F401  (first: quiets Beam's import-time warning)
 
 # Dask logs every connection and worker start at INFO, in this process and in every worker process it
 # starts (they inherit the environment); DASK_LOGGING__DISTRIBUTED=info in the environment brings it back.

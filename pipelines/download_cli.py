@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 from deca.errors import DownloadError
 from pipelines.download import download, format_table
 

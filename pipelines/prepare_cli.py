@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 
 LOG = logging.getLogger("deca.prepare")
 

@@ -67,7 +67,7 @@ class Repo:
         self.run("git", "commit", "-q", "--allow-empty", "-m", message)
 
     def set_params(self, values: dict) -> None:
-        from infra.overlay import write
+        from infra.params_yaml import write
 
         write(self.path / "params.yaml", values)
 

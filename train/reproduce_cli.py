@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from deca.checks import params_from_args
-from deca.config import add_params_arguments
+from deca.params_args import add_params_arguments
 from deca.errors import ConfigError
 
 SHOWN = 10  # differing tensors printed

@@ -37,7 +37,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from deca.config import tracking_uri  # noqa: F401  (re-exported: train code imports it from here)
+from deca.config import tracking_uri  # noqa: F401  (re-exported: train code imports it from here
 from deca.metric_logging import MetricLogger, MLflowLogger, client
 
 PARAM_LIMIT = 6000  # MLflow's maximum param value length

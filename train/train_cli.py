@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from deca.config import add_params_arguments, parse_overrides, read_params
+from deca.config import read_params
+from deca.params_args import add_params_arguments, parse_overrides
 from deca.errors import ConfigError
 
 

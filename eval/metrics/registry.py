@@ -6,6 +6,9 @@ processed schema (`answers`, `answer`, and `gold` already parsed from JSON). A t
 metric (`deca.registry.Task.metric`); scoring a task runs the family of that metric plus the ``squad``
 family (em, nem, nf1), which decaNLP reports for every task. The decaScore is declared here too
 (`DECASCORE`): the sum of the headline metrics of the ten decaNLP tasks.
+
+No family is declared here: the decaNLP families register themselves in `eval.metrics.families`,
+which the package imports (eval/metrics/__init__.py), so the registry is full however it is imported.
 """
 from __future__ import annotations
 
@@ -101,7 +104,3 @@ def compute(headline: str, predictions: Sequence[str], rows: Sequence[Mapping],
     ordered = {headline: values[headline]}
     ordered.update((k, v) for k, v in values.items() if k != headline)
     return ordered
-
-
-# Register the decaNLP families (at the end: families.py imports the names above).
-from eval.metrics import families  # noqa: E402,F401

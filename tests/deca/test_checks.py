@@ -87,7 +87,7 @@ def test_a_model_without_input_features_is_refused_at_load():
 def test_key_lines_of_an_alias_bomb_is_empty_and_fast():
     import time
 
-    from deca.config import key_lines
+    from deca.params_file import key_lines
     from tests.deca.test_config import mapping_bomb
 
     start = time.perf_counter()

@@ -92,7 +92,7 @@ def test_alias_bombs_are_refused_fast_in_bounded_memory(tmp_path, bomb):
 
 
 def test_modest_aliases_recursive_and_deep_documents(tmp_path):
-    from deca.config import parse_yaml
+    from deca.params_file import parse_yaml
 
     assert parse_yaml(mapping_bomb(3, 3), "x")["l2"]["k0"]["k1"] == {f"k{i}": "lol" for i in range(3)}
     with pytest.raises(ConfigError, match="x:1: refused: an alias inside its own anchor"):
@@ -105,7 +105,7 @@ def test_a_params_file_over_the_size_limit_is_refused_unparsed(tmp_path, capsys)
     """A 50 MB params file (issue 42) is one error line naming it, in well under a second: only the limit's worth
     of it is read, nothing is parsed. A file just under the limit still reads."""
     from deca.cli import main
-    from deca.config import MAX_PARAMS_BYTES, load_params_file
+    from deca.params_file import MAX_PARAMS_BYTES, load_params_file
 
     big = tmp_path / "params.yaml"
     line = "train: {iterations: 5}\n"

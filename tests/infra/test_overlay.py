@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 import yaml
 
 from deca.errors import ConfigError
-from infra import overlay
+from infra import overlay, params_yaml
 from tests.conftest import ROOT
 
 OVERLAYS = sorted((ROOT / "infra" / "params").glob("*.yaml")) + sorted((ROOT / "infra" / "beam").glob("*.yaml"))
@@ -21,7 +20,7 @@ def test_overlay_is_valid_and_applies_exactly(path, tmp_path):
     combined, merged = overlay.combine([path], ROOT / "params.yaml")  # raises on any invalid key or option
     params = tmp_path / "params.yaml"
     shutil.copy(ROOT / "params.yaml", params)
-    overlay.write(params, combined)
+    params_yaml.write(params, combined)
     assert yaml.safe_load(params.read_text(encoding="utf-8")) == merged  # as deca.config reads it
     overlay.validate(yaml.safe_load(params.read_text(encoding="utf-8")), str(params))
 
@@ -121,24 +120,6 @@ def test_print_changes_nothing(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "-S ++train.num_workers=4" in out and "++train.use_gpu=true" in out
     assert (tmp_path / "params.yaml").read_bytes() == before
-
-
-def test_a_failed_write_leaves_params_yaml_whole(tmp_path, monkeypatch):
-    """params.yaml is written with deca.io (temp file, fsync, rename): a failure leaves it as it was, no temp file."""
-    import deca.io
-
-    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
-    before = (tmp_path / "params.yaml").read_bytes()
-
-    def full_disk(path):
-        Path(path).write_text("partial", encoding="utf-8")
-        raise OSError(28, "No space left on device", str(path))
-
-    monkeypatch.setattr(deca.io, "_fsync", full_disk)
-    with pytest.raises(OSError):
-        overlay.write(tmp_path / "params.yaml", {"train": {"iterations": 7}})
-    assert (tmp_path / "params.yaml").read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["params.yaml"]
 
 
 def test_an_overlay_alias_bomb_is_refused(tmp_path):

@@ -56,7 +56,7 @@ def test_dvc_output_goes_to_the_log_and_a_failure_shows_its_tail(tmp_path, capsy
 def test_params_that_would_run_away_are_refused_before_dvc_starts(tmp_path, monkeypatch, capsys):
     """An alias bomb or an oversized params.yaml (issue 42): one error line naming the file, and dvc (whose own
     loader took 3 GB on the bomb) is never started."""
-    from deca.config import MAX_PARAMS_BYTES
+    from deca.params_file import MAX_PARAMS_BYTES
     from infra.repro import main
     from tests.deca.test_config import mapping_bomb
 

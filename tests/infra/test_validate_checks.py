@@ -107,7 +107,7 @@ def as_dvc_wrote_it(path, **values) -> None:
     """params.yaml as `dvc exp run -S` leaves it: the values set, the file written again (DVC's own rewrite,
     which also reformats it, is in tests/test_dvc_pipeline.py)."""
     from deca.config import set_dotted
-    from infra.overlay import write
+    from infra.params_yaml import write
 
     write(path, set_dotted({}, {k.replace("__", "."): v for k, v in values.items()}))
 

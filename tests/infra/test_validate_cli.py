@@ -45,7 +45,7 @@ def test_a_params_alias_bomb_is_one_line_within_a_second(tmp_path, capsys):
 def test_an_oversized_overlay_is_one_line_and_not_parsed(tmp_path, capsys):
     """`deca validate --overlay BIG` and `python -m infra.overlay BIG` read an overlay as a params file: over
     the size limit it is refused unparsed, in one line naming it (issue 42)."""
-    from deca.config import MAX_PARAMS_BYTES
+    from deca.params_file import MAX_PARAMS_BYTES
     from infra.overlay import main as overlay
 
     big = tmp_path / "big.yaml"

@@ -57,11 +57,10 @@ def test_a_greedy_step_has_no_synchronising_operation(monkeypatch):
     with torch.no_grad():
         enc = model.encode(b)
         st = static_decode.new_state(model, enc, 5)
-        pe = static_decode.positional_encodings(5, enc.context.shape[-1])
         cand = mixture.Candidates.of(enc.context_ext, enc.question_ext)
         with SyncRecorder() as rec:
             for _ in range(3):
-                static_decode.step(model, enc, st, pe, cand, enc.question_ext)
+                static_decode.step(model, enc, st, cand)
     assert rec.calls == [] and int(st.t) == 3
 
 
@@ -82,7 +81,6 @@ def test_on_a_gpu_the_step_and_the_decoding_loop_do_not_synchronise():
             model.eval()
             enc = model.encode(b)
             st = static_decode.new_state(model, enc, 5)
-            pe = static_decode.positional_encodings(5, enc.context.shape[-1], 0, enc.context.device)
     finally:
         torch.cuda.set_sync_debug_mode(0)
     cand = mixture.Candidates.of(enc.context_ext, enc.question_ext)  # unique: once per batch, before the loop
@@ -90,6 +88,6 @@ def test_on_a_gpu_the_step_and_the_decoding_loop_do_not_synchronise():
     try:
         with torch.no_grad():
             for _ in range(3):
-                static_decode.step(model, enc, st, pe, cand, enc.question_ext)
+                static_decode.step(model, enc, st, cand)
     finally:
         torch.cuda.set_sync_debug_mode(0)

@@ -11,7 +11,7 @@ from deca.cli import build_parser
 from deca.checks import load_params
 from deca.config import Params
 from deca.errors import ConfigError, DataError
-from deca.config import parse_overrides
+from deca.params_args import parse_overrides
 from deca.runs import RUN_FILE, latest_run
 from train.driver import check_inputs, check_training, fit, resolve_paths
 
