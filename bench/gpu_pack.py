@@ -1,6 +1,6 @@
 """Pack what the GPU checks need into `.gpu/` (git-ignored), for a GPU machine that has PyTorch but none of
 this project's other dependencies and no network: the corpora files bench/model.py reads, the processed
---tasks (SST by default) and vocabulary of the experiments' workdir (experiments/workdir.py), the GloVe 6B
+--tasks (SST by default) and vocabulary of the experiments' workdir (bench/workdir.py), the GloVe 6B
 50d rows of that vocabulary's and those tasks' tokens (the packaged matrix is 77 MB; the subset holds the vector of every
 token the runs look up, so they see the same inputs), the pure-Python packages it lacks (revtok, nltk,
 rouge_score), and the side-by-side harness ../shared/speedcheck with its batches built here. Then, on the GPU
@@ -72,7 +72,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--raw", type=Path, default=ROOT.parent / "shared" / "corpora", help="the corpora mirror")
     ap.add_argument("--workdir", type=Path, default=ROOT / "checkpoints" / "readme-experiment",
-                    help="the experiments' workdir (experiments/workdir.py: processed/ and vocab.txt)")
+                    help="the experiments' workdir (bench/workdir.py: processed/ and vocab.txt)")
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu")
     ap.add_argument("--speedcheck", type=Path, default=ROOT.parent / "shared" / "speedcheck",
                     help="the side-by-side harness with the original MQAN (default: %(default)s)")
@@ -80,9 +80,8 @@ def main() -> int:
     args = ap.parse_args()
     tasks = args.tasks.split(",")
     if not all((args.workdir / "processed" / t / "train").is_dir() for t in tasks):
-        # bench -> experiments edge, kept on purpose: the pack carries the experiments' workdir, so it prepares
-        # it as they do (deca prepare + the vocabulary); experiments/workdir.py is the one module bench imports
-        from experiments.workdir import prepare
+        # the pack carries the experiments' workdir, so it prepares it as they do (deca prepare + the vocabulary)
+        from bench.workdir import prepare
 
         prepare(args.workdir.resolve())
     absent = [rel for rel in CORPORA if not (args.raw / rel).is_file()]

@@ -1,7 +1,8 @@
 """The JSON record a bench run leaves with `--record PATH` (docs/results/records/scale/ holds those of
 docs/results/scale.md): the command, the commit, the date, the machine (CPU model, cores, bf16 units, GPU:
-experiments/results/runs.this_machine), the load average before and after, the bench's settings and its own
-figures (raw per-repeat timings and the ratios it prints).
+this_machine), the load average before and after, the bench's settings and its own figures (raw per-repeat
+timings and the ratios it prints). `commit` and `this_machine` are those of every record, the fault bench's
+(bench/faults/cli.py) and the experiments' run records (experiments/results/runs.py) too.
 
     started = record.begin("bench.prepare")       # before the work: command, commit, date, machine, load
     record.write(path, started, settings, {"runs": ..., "ratios": ...})
@@ -12,11 +13,28 @@ import datetime
 import json
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 from deca.io import atomic_write
-from experiments.results.runs import commit, this_machine
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def this_machine() -> dict:
+    """CPU model, cores, whether the CPU has bf16 units (avx512_bf16 / amx_bf16), GPU (None on a CPU run)."""
+    info = Path("/proc/cpuinfo").read_text(encoding="utf-8") if Path("/proc/cpuinfo").is_file() else ""
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                 "unknown")
+    return {"cpu": model, "cores": os.cpu_count(), "bf16_units": "avx512_bf16" in info or "amx_bf16" in info,
+            "gpu": None}
+
+
+def commit() -> str | None:
+    """The repository's HEAD commit (short), or None outside git."""
+    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return found.stdout.strip() or None
 
 
 def load() -> list[float] | None:

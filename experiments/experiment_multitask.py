@@ -4,7 +4,7 @@ Unlike `python -m experiments.experiment_sst multitask` (same budget for every r
 own time budget here, so that a fixed wall-clock allowance can be split: `--joint-minutes` for the fully
 joint run and `--single-minutes` for each single-task run of `--single-tasks` (SST single-task usually comes
 from the 30-minute curve of `python -m experiments.experiment_sst sst`, read back with `--sst-report`).
-Data, vocabulary, workdir and overrides are those of `experiment_sst` (experiments/workdir.py: same
+Data, vocabulary, workdir and overrides are those of `experiment_sst` (bench/workdir.py: same
 processed data and vocabulary, so the runs compare).
 
 Writes <workdir>/report-multitask.json: per run the MLflow id, iterations and minutes reached, the
@@ -19,8 +19,8 @@ import argparse
 import json
 from pathlib import Path
 
-from experiments import workdir as ex
-from experiments.workdir import ROOT
+from bench import workdir as ex
+from bench.workdir import ROOT
 
 
 def summarize(outcome, tasks: list[str]) -> dict:

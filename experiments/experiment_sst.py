@@ -8,7 +8,7 @@ single-task on each, every run with the same time budget; prints per-task valida
 side by side (the multitask numbers are those of its best-decaScore checkpoint).
 
 Data goes through the real pipeline (`deca prepare` from the mirror, then `deca prepare --vocab` over
-the four training sets, shared by every run), into --workdir (experiments/workdir.py, which the other
+the four training sets, shared by every run), into --workdir (bench/workdir.py, which the other
 experiments share). Runs are tracked in MLflow as usual (experiment `readme`; MLFLOW_TRACKING_URI or
 <workdir>/mlflow.db).
 
@@ -28,7 +28,7 @@ import json
 import sys
 from pathlib import Path
 
-from experiments.workdir import ROOT, SHARED, TASKS, best_results, curve, train_run, workdir_params
+from bench.workdir import ROOT, SHARED, TASKS, best_results, curve, train_run, workdir_params
 
 TARGETS = {"sst": ">= 85 EM", "woz.en": ">= 85 joint goal EM", "srl": ">= 65 nF1", "schema": "above the majority"}
 

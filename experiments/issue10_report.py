@@ -43,7 +43,7 @@ def refresh_curve(report: dict, task: str) -> None:
     has more points than its report). Minutes are training time: a pause between two validations longer
     than 3 minutes (the run was stopped, then resumed) counts as 3 minutes."""
     from deca.metric_logging import client
-    from experiments.workdir import headline_history
+    from bench.workdir import headline_history
 
     c = client(f"sqlite:///{WORK / 'mlflow.db'}")
     start = c.get_run(report["mlflow_run_id"]).info.start_time

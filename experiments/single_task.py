@@ -10,7 +10,7 @@ when train.ema_decay is set); the best model goes to <out>/best/model.pt and the
     .venv/bin/python -m experiments.single_task compare checkpoints/precision/sst-fp32 \\
         checkpoints/precision/sst-bf16 --png docs/results/precision_sst.png
 
-Data: the experiments' workdir (experiments/workdir.py) (prepared on first use: SST, WOZ, QA-SRL and MWSC).
+Data: the experiments' workdir (bench/workdir.py) (prepared on first use: SST, WOZ, QA-SRL and MWSC).
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
+from bench.workdir import ROOT
 from deca.metric_logging import MemoryLogger
-from experiments.workdir import ROOT
 
 
 class TimedLogger(MemoryLogger):
@@ -94,7 +94,7 @@ def run(args) -> int:
     state in <out>/state (and the curve so far in <out>/curve.partial.json); the same command continues it."""
     import torch
 
-    from experiments import workdir as ex
+    from bench import workdir as ex
     from deca.checks import load_params
     from deca.params_args import parse_overrides
     from deca.io import write_json

@@ -1,7 +1,7 @@
 """Quick single-process SST runs for comparing settings (the ablations behind the README's SST recipe).
 
 A plain training loop (no Ray, one thread, so two settings can run side by side on 2 cores) over the
-processed SST and vocabulary of the experiments' workdir (experiments/workdir.py), training with `deca train`'s own step
+processed SST and vocabulary of the experiments' workdir (bench/workdir.py), training with `deca train`'s own step
 (train/recipe.py, in-process). Every --every iterations it decodes the full validation split greedily and
 prints the EM, and, with --ema (train.ema_decay), the EM of the moving average of the weights. Lines also
 go to --log.
@@ -46,8 +46,8 @@ def build_recipe(args):
     import torch
 
     from deca.checks import load_params
+    from bench.workdir import overlay_overrides
     from deca.params_args import parse_overrides
-    from experiments.workdir import overlay_overrides
     from train.distributed import Distributed
     from train.recipe import local_recipe
 

@@ -3,7 +3,7 @@
 Features: the set of unigrams and bigrams of each (processed, lowercased, revtok) training sentence,
 scaled by naive-Bayes log-count ratios (Wang & Manning 2012), then an L2-regularized logistic regression
 fitted with L-BFGS. Prints validation accuracy (= EM of "positive"/"negative") for a few regularization
-strengths. Reads the processed SST of the experiments' workdir (experiments/workdir.py).
+strengths. Reads the processed SST of the experiments' workdir (bench/workdir.py).
 
     .venv/bin/python -m experiments.sst_linear_baseline
 """

@@ -13,7 +13,7 @@
 # Finished runs (their curve.json) are skipped and stopped ones (Ctrl-C or SIGTERM save their state) continue
 # where they stopped, so the grid can be stopped and continued. Each run is
 # experiments/single_task.py (train/recipe.py in a plain loop; the README's GloVe recipe by default).
-# Data: the experiments' workdir (experiments/workdir.py; prepared here once, before the runs start).
+# Data: the experiments' workdir (bench/workdir.py; prepared here once, before the runs start).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-checkpoints/table2}
@@ -34,7 +34,7 @@ declare -A ITERS=([sst]=1200 [schema]=400 [woz.en]=1800 [srl]=2400)
 mkdir -p "$OUT"
 for task in $TASKS; do
   [ -d "$WORKDIR/processed/$task/train" ] && continue
-  "$PY" -c "from pathlib import Path; from experiments.workdir import prepare; prepare(Path('$WORKDIR').resolve())"
+  "$PY" -c "from pathlib import Path; from bench.workdir import prepare; prepare(Path('$WORKDIR').resolve())"
   break
 done
 jobs=()

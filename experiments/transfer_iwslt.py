@@ -134,7 +134,7 @@ def main() -> None:
     ap.add_argument("--only", choices=["pretrained", "random"], help="run one of the two")
     args = ap.parse_args()
 
-    from experiments import workdir as ex
+    from bench import workdir as ex
 
     readme = ROOT / "checkpoints" / "readme-experiment"
     pretrained = find_pretrained(args.pretrained, readme)

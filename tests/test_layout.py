@@ -3,8 +3,10 @@
 One table says which of the project's packages each package may import (its own modules always); within
 the floor (deca) no module imports, even inside a function, one that imports it back (no cycle: deca.config
 is plain data under the checks, the registry and the custom tasks); ray and mlflow are imported only by the
-files listed below; no production function is over 60 lines. No rule names an exception for a file: a file
-that needs another edge belongs in another package.
+files listed below; no production function is over 60 lines. The scripts import one way (issue 43):
+experiments/ -> bench/ -> the production packages, never back, and neither imports tests/ (what they share with
+the tests is bench/support.py, which the tests import). No rule names an exception for a file: a file that
+needs another edge belongs in another package.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from infra.codedeps import ROOT, all_imports, module_file, module_name
 # package -> the project packages it may import. deca is the floor (config, registry, text, the run folder);
 # the model, training and using a model stand side by side above it. train may read eval's metrics (validation
 # scores with the official ones); infra (stage generation, `deca validate`) checks params against the schedule
-# , the metrics and the word vectors. bench/ and experiments/ may import anything, and nothing imports them.
+# , the metrics and the word vectors. The scripts stand above them, one way: experiments/ may import bench/,
+# bench/ only the production packages; nothing imports them but the tests, and neither imports tests/.
 LAYERS = {
     "deca": set(),
     "eval": {"deca"},
@@ -29,7 +32,7 @@ LAYERS = {
     "train": {"deca", "mqan", "eval", "pipelines"},
     "infer": {"deca", "mqan", "eval"},
     "infra": {"deca", "eval", "mqan", "train"},
-    "bench": {*PRODUCTION, "experiments", "tests"},
+    "bench": {*PRODUCTION},
     "experiments": {*PRODUCTION, "bench"},
 }
 MAX_FUNCTION_LINES = 60
@@ -72,6 +75,37 @@ def test_each_package_imports_only_what_the_table_allows(package):
 
 def test_nothing_of_the_project_imports_bench_or_experiments():
     assert offending(files(*PRODUCTION), lambda n: under(n, "bench", "experiments")) == {}
+
+
+def one_way_breaches(root: Path = ROOT) -> dict[str, list[str]]:
+    """{file of bench/ or experiments/: its imports of tests/, and for bench/ of experiments/ too}: the edges that
+    would run the scripts' one way back (experiments/ -> bench/ -> production), as LAYERS forbids them."""
+    found = {}
+    for package in SCRIPTS:
+        back = {"tests", *SCRIPTS} - LAYERS[package] - {package}
+        found.update(offending(files(package, root=root), lambda n, back=back: n.split(".")[0] in back, root))
+    return found
+
+
+def test_the_scripts_import_one_way():
+    """Issue 43: neither bench/ nor experiments/ imports tests/ (what they share with the tests is in
+    bench/support.py), and bench/ never imports experiments/ (experiments/ may import bench/)."""
+    assert one_way_breaches() == {}
+
+
+def test_the_one_way_check_can_fail(tmp_path):
+    """A script that imports tests/, or a bench module that imports experiments/, even inside a function, is
+    seen; experiments/ importing bench/ is not."""
+    lines = {"bench/untrusted.py": "def f():\n    from tests.payloads import Planted\n",
+             "bench/gpu_pack.py": "def f():\n    from experiments import workdir\n",
+             "experiments/runs.py": "import tests.eval.helpers\nfrom bench.record import commit\n",
+             "experiments/ok.py": "from bench.support import tiny_model\nimport bench.workdir\n"}
+    for rel, text in lines.items():
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    assert one_way_breaches(tmp_path) == {"bench/gpu_pack.py": ["experiments", "experiments.workdir"],
+                                          "bench/untrusted.py": ["tests.payloads", "tests.payloads.Planted"],
+                                          "experiments/runs.py": ["tests.eval.helpers"]}
 
 
 def test_the_table_covers_every_package_of_the_tree():
@@ -166,7 +200,7 @@ def script_files(root: Path = ROOT) -> list[Path]:
 
 def test_no_script_edits_sys_path():
     """bench/ and experiments/ are packages: their modules import each other absolutely (`from
-    experiments.workdir import prepare`) and run with `python -m`, never by putting a folder on sys.path."""
+    bench.workdir import prepare`) and run with `python -m`, never by putting a folder on sys.path."""
     assert path_edits(script_files()) == []
 
 
@@ -174,7 +208,9 @@ def test_no_script_edits_sys_path():
     ("mqan", "from train.recipe import Recipe"), ("mqan", "import infer.predict"), ("train", "import infer.serve"),
     ("infer", "from train.driver import fit"), ("eval", "from mqan.model import MQAN"),
     ("pipelines", "import train"), ("deca", "from mqan.vocab import Vocab"), ("deca", "import eval.api"),
-    ("infra", "import bench.model"),
+    ("infra", "import bench.model"), ("bench", "from tests.payloads import Planted"), ("bench", "import tests"),
+    ("bench", "from experiments.workdir import prepare"), ("bench", "from experiments import workdir"),
+    ("experiments", "from tests.mqan.test_model import tiny_model"), ("experiments", "import tests.eval.helpers"),
 ])
 def test_each_rule_can_fail(tmp_path, package, breach):
     """Every edge the table forbids is seen: a file in a scratch tree with the forbidden import is caught."""

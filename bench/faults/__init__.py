@@ -16,8 +16,8 @@ Modules: case (a case and its verdict, fast or slow), tools (deca in this proces
 gate (the promotion gate and the paired comparison); mlflow_serve (bad requests to `mlflow models serve`);
 params (params files too large or bombs before DVC reads them, params.yaml changed mid-run); diskfull (a full
 disk in training and evaluate); drain (`deca serve` and `deca serve --ray` on SIGTERM); reproduce (reproduce
-by run id, lineage after `make run`), fault and training (faults), load, cli (the command, its tables and its
-record).
+by run id, lineage after `make run`), fault and training (faults), load, tables (the verdicts as Markdown, as
+docs/results/reliability.md shows them), cli (the command and its record).
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """`python -m bench.faults`: run the cases, print one table per group and "N of M handled", and with
 `--record FILE` write the record (JSON: command, commit, date, machine, load, minutes, and per case its group,
 name, origin, verdict, evidence and seconds) that `make results` turns into docs/results/reliability.md
-(experiments/results/reliability.py, which also draws the tables printed here); exit 1 if a case run was
-not handled."""
+(experiments/results/reliability.py, which draws the same tables: bench/faults/tables.py); exit 1 if a case
+run was not handled."""
 from __future__ import annotations
 
 import argparse
@@ -41,7 +41,7 @@ def dirty() -> bool:
 
 def record(verdicts: list[Verdict], argv: list[str], started: float, load_before: list[float]) -> dict:
     """The record of a run that started at `started` (time.time()) with `load_before`."""
-    from experiments.results.runs import commit, this_machine
+    from bench.record import commit, this_machine
 
     return {"source": "python -m bench.faults (bench/faults/): each case run and given its verdict",
             "command": " ".join(["python -m bench.faults", *argv]), "commit": commit(), "dirty": dirty(),
@@ -59,7 +59,7 @@ def write_record(path: Path, data: dict) -> None:
 
 def table(verdicts: list[Verdict]) -> str:
     """The verdicts as Markdown, one table per group, and the counts (as on the results page)."""
-    from experiments.results.reliability import group_tables, tally
+    from bench.faults.tables import group_tables, tally
 
     cases = [case_entry(v) for v in verdicts]
     return f"{group_tables(cases)}\n\n{tally(cases)}"

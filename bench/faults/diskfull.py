@@ -77,8 +77,8 @@ def nothing_left(tmp: Path, uri: str) -> None:
 
 def best_model_on_a_full_disk(tmp: Path) -> str:
     """The first best model (torch.save) fills the disk: torch's own error says neither the file nor why."""
+    from bench.support import tiny_model
     from mqan import checkpoint
-    from tests.mqan.test_model import tiny_model
 
     def work(run_dir: Path) -> None:
         checkpoint.open = FullFile  # the module's open(): the built-in one otherwise

@@ -71,15 +71,15 @@ def full_disk(*args, **kwargs):
 
 def tiny_checkpoint(tmp: Path) -> Path:
     """A tiny untrained MQAN saved as `deca train` saves its best model (vocabulary inside)."""
+    from bench.support import tiny_model
     from mqan.checkpoint import save_checkpoint
-    from tests.mqan.test_model import tiny_model
 
     return save_checkpoint(tmp / "model" / "model.pt", tiny_model())
 
 
 def processed(tmp: Path) -> Path:
     """A processed folder with tiny SST train and validation splits, and a vocabulary next to it."""
-    from tests.eval.helpers import row, write_split
+    from bench.support import row, write_split
 
     out = tmp / "processed"
     for split in ("train", "validation"):

@@ -1,7 +1,7 @@
 """Files that could carry code or unbounded work (issue 34): a pickle payload planted in each file the
 project reads back (a run folder's state.pt and rank files, a checkpoint, the word-vector cache) must be
 refused in one line without running; a YAML alias bomb in a params file must be refused in under a second
-with bounded memory. The payload creates a folder when unpickled with code allowed (tests/payloads.py); a
+with bounded memory. The payload creates a folder when unpickled with code allowed (bench/support.py); a
 case checks the folder is not there."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def planted_state(name: str) -> Callable[[Path], str]:
     def check(tmp: Path) -> str:
         import torch
 
-        from tests.payloads import Planted
+        from bench.support import Planted
         from train.state import load_training_state
 
         run, marker = tmp / "checkpoint_000001", tmp / "ran"
@@ -53,7 +53,7 @@ def planted_checkpoint(tmp: Path) -> str:
     """`deca predict --checkpoint evil.pt` with a payload inside a checkpoint's dict: refused, not run."""
     import torch
 
-    from tests.payloads import Planted
+    from bench.support import Planted
 
     bad, marker = tmp / "evil.pt", tmp / "ran"
     torch.save({"format": "deca-mqan/2", "x": Planted(marker)}, bad)
@@ -67,8 +67,8 @@ def planted_vector_cache(tmp: Path) -> str:
     """The word-vector cache (vectors.npy) replaced by an object array holding a payload: refused on opening."""
     import numpy as np
 
+    from bench.support import Planted
     from mqan.vectors import MATRIX, convert_text, open_source
-    from tests.payloads import Planted
 
     text = tmp / "v.txt"
     text.write_text("a 1 1\nb 2 2\n", encoding="utf-8")

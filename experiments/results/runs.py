@@ -12,27 +12,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import subprocess
 from pathlib import Path
 
+from bench.record import commit, this_machine
 from experiments.results import records
-
-
-
-def this_machine() -> dict:
-    """CPU model, cores, whether the CPU has bf16 units (avx512_bf16 / amx_bf16), GPU (None on a CPU run)."""
-    info = Path("/proc/cpuinfo").read_text(encoding="utf-8") if Path("/proc/cpuinfo").is_file() else ""
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
-                 "unknown")
-    return {"cpu": model, "cores": os.cpu_count(), "bf16_units": "avx512_bf16" in info or "amx_bf16" in info,
-            "gpu": None}
-
-
-def commit() -> str | None:
-    """The repository's HEAD commit (short), or None outside git."""
-    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=records.ROOT, capture_output=True, text=True)
-    return found.stdout.strip() or None
 
 
 def params_digest(run: dict) -> str:

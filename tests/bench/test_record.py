@@ -6,6 +6,7 @@ import json
 import pytest
 
 from bench import metrics, prepare, ray_scaling, record
+from experiments.results import records
 
 
 def test_a_record_holds_the_command_commit_machine_load_settings_and_figures(tmp_path):
@@ -16,6 +17,12 @@ def test_a_record_holds_the_command_commit_machine_load_settings_and_figures(tmp
     assert set(written["machine"]) == {"cpu", "cores", "bf16_units", "gpu"}
     assert len(written["load_before"]) == len(written["load_after"]) == 3
     assert written["settings"] == {"repeat": 3} and written["runs"] == {"plain": [1.0]}
+
+
+def test_this_machine_names_its_cpu_cores_and_bf16_units():
+    found = record.this_machine()
+    assert set(records.MACHINE_FIELDS) <= set(found) and found["cores"] >= 1
+    assert isinstance(found["bf16_units"], bool)
 
 
 def test_a_figure_named_like_a_record_field_is_refused(tmp_path):

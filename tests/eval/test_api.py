@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
+from bench.support import row
 from deca.registry import DECANLP
 from eval.api import PredictionMismatch, decascore, score_task
-from tests.eval.helpers import row
 
 
 def _sst_rows():

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.support import write_run
 from deca.config import RegisterConfig
 from deca.errors import ConfigError, DataError
 from eval.gate import ACCEPT, evidence, margin_of, refusal
 from eval.stats import MAX_REPLICATES, MIN_REPLICATES
-from tests.eval.test_paired import write_run
 
 N = 1000
 TASKS = ("sst", "multinli.in.out")

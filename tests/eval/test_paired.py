@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from bench.support import write_run
 from deca.cli import main
 from deca.errors import DataError
 from deca.registry import DECANLP
@@ -16,19 +17,6 @@ from eval.stats import MAX_REPLICATES, MIN_REPLICATES
 from eval.api import score_task
 from eval.verdict import baseline, majority, random_candidate
 from eval.score import add_intervals, metrics_document
-
-
-def write_run(folder, task: str, correct, answers, questions=None, shuffle: int | None = None):
-    """A predictions directory as `deca evaluate` writes it: one record per example with its statistics."""
-    folder.mkdir(parents=True, exist_ok=True)
-    order = list(range(len(correct)))
-    if shuffle is not None:
-        np.random.default_rng(shuffle).shuffle(order)
-    lines = [json.dumps({"id": f"{task}/{i}", "prediction": "x", "answer": answers[i],
-                         "question": (questions or [""] * len(answers))[i], "stats": [100.0 * bool(correct[i])]})
-             for i in order]
-    (folder / f"{task}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return folder
 
 
 def sst_pair(tmp_path, fixes: int = 60, breaks: int = 10, n: int = 800):

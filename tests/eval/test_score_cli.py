@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.support import row, write_split
 from deca.cli import main
-from tests.eval.helpers import row, write_predictions, write_split
+from tests.eval.helpers import write_predictions
 
 SST = {"dev-0": "positive", "dev-1": "negative", "dev-2": "positive", "dev-3": "negative"}
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import torch
 
-from tests.mqan.test_model import ALL, VOCAB, random_rows, tiny_model
+from bench.support import VOCAB, tiny_model
+from tests.mqan.test_model import ALL, random_rows
 from mqan.batch import collate
 
 PATH = Path(__file__).resolve().parents[1] / "fixtures" / "mqan_reference.pt"

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from bench.support import GEN, OOV, VOCAB, tiny_cfg, tiny_model
 from deca.config import ModelConfig
 from mqan.batch import collate
 from mqan.model import VARIANTS, build_model, count_parameters
@@ -13,21 +14,6 @@ from mqan.vocab import EOS_ID, PAD_ID, Vocab
 torch.set_num_threads(1)
 
 ALL = ["s2s", "satt", "catt", "mqan"]
-GEN = [f" w{i} " for i in range(10)] + [" copy ", " or ", " ? ", " good ", " bad "]
-OOV = [f" x{i} " for i in range(30)]  # in the full vocabulary, outside the generative one
-VOCAB = Vocab.from_tokens(GEN + OOV, max_generative=4 + len(GEN))
-
-
-def tiny_cfg(variant="mqan", **kw) -> ModelConfig:
-    base = dict(variant=variant, dimension=16, ff_hidden=12, heads=2, transformer_layers=2, dropout=0.2,
-                embedding_dim=8, word_vectors=None, char_ngram_dim=0, max_generative_vocab=len(GEN) + 4,
-                max_answer_length=6)
-    return ModelConfig(**{**base, **kw})
-
-
-def tiny_model(variant="mqan", seed=0, **kw):
-    torch.manual_seed(seed)
-    return build_model(tiny_cfg(variant, **kw), VOCAB)
 
 
 def random_rows(n, seed=0, unseen=True):

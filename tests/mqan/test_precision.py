@@ -8,8 +8,9 @@ import os
 import pytest
 import torch
 
+from bench.support import VOCAB, tiny_model
 from deca.errors import ConfigError
-from tests.mqan.test_model import ALL, VOCAB, random_rows, tiny_model
+from tests.mqan.test_model import ALL, random_rows
 from mqan import precision
 from mqan.batch import collate
 from mqan.checkpoint import load_model, save_checkpoint

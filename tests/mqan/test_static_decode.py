@@ -3,7 +3,8 @@ chooses, and a host check every few steps gives the same result as a check every
 import pytest
 import torch
 
-from tests.mqan.test_model import ALL, VOCAB, random_rows, tiny_model
+from bench.support import VOCAB, tiny_model
+from tests.mqan.test_model import ALL, random_rows
 from mqan import static_decode, syncs
 from mqan.batch import collate
 from mqan.vocab import PAD_ID

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from bench.support import Planted
 from deca.errors import DataError
 from deca.layout import PACKAGES
-from tests.payloads import Planted
 
 from tests.train.test_recipe import params  # noqa: F401  (the recipe's fixture)
 from train.recipe import local_recipe

@@ -1,7 +1,10 @@
 """experiments/results/reliability.py: the fault bench's page from its record: a table per group with its
-count, the cases not handled and not run named, and the committed record complete."""
+count (bench/faults/tables.py, as bench/faults prints it), the cases not handled and not run named, and the
+committed record complete."""
 from __future__ import annotations
 
+from bench.faults import tables
+from bench.faults.case import GROUPS
 from experiments.results import records, reliability
 
 
@@ -16,13 +19,13 @@ CASES = [case("bad input", "a | b", "handled", evidence="error: y" * 40), case("
 
 
 def test_each_group_is_counted_over_the_cases_run():
-    text = reliability.group_tables(CASES)
+    text = tables.group_tables(CASES)
     assert "### bad input: 1 of 1 handled" in text and "### fault: 0 of 1 handled, 1 not run" in text
     assert "| a / b | issue 34 | handled | " + "error: y" * 18 + "error:... | 1.2 |" in text
     assert "| c | issue 34 | **NOT HANDLED** | x | 1.2 |" in text and "| d | issue 34 | not run (slow) |" in text
     assert "| e | issue 34 | handled (slow) | x | 1.2 |" in text
-    assert reliability.tally(CASES) == "2 of 3 cases handled (1 not handled); 1 slow cases not run"
-    assert reliability.tally(CASES[:1]) == "1 of 1 cases handled"
+    assert tables.tally(CASES) == "2 of 3 cases handled (1 not handled); 1 slow cases not run"
+    assert tables.tally(CASES[:1]) == "1 of 1 cases handled"
 
 
 def test_the_page_names_what_was_not_handled_and_not_run():
@@ -41,4 +44,4 @@ def test_the_committed_record_has_a_verdict_for_every_case():
     record = records.load("reliability")
     assert records.check_record(record) == [] and record["commit"] and record["date"]
     assert {c["verdict"] for c in record["cases"]} <= {"handled", "not handled", "not run"}
-    assert all(c["group"] in reliability.GROUPS and c["evidence"] for c in record["cases"])
+    assert all(c["group"] in GROUPS and c["evidence"] for c in record["cases"])

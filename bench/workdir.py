@@ -1,7 +1,8 @@
 """The experiments' work directory (checkpoints/readme-experiment by default): its data, the runs trained
-into it, and what those runs read back. Shared by experiment_sst, experiment_multitask, single_task,
-sst_ablation, transfer_iwslt, issue10_report and table2.sh, and by bench/gpu_pack.py (the one place bench/
-imports experiments/: the GPU pack carries this workdir's data).
+into it, and what those runs read back. Shared by the experiments (experiment_sst, experiment_multitask,
+single_task, sst_ablation, transfer_iwslt, issue10_report and table2.sh) and by bench/gpu_pack.py (the GPU
+pack carries this workdir's data); it lives in bench/ because scripts import one way, experiments/ -> bench/,
+never back (tests/test_layout.py).
 
 `prepare` runs `deca prepare` from the corpora mirror (../shared/corpora) and `deca prepare --vocab` over the
 four training sets (skipped when already there); `overlay_overrides` reads partial params files into
