@@ -54,13 +54,31 @@ def test_rounds_pair_each_case_by_round_and_give_median_and_range(session_dir):
     assert speedcheck.loads(session) == (1.0, 1.5)
 
 
-def test_targets_are_judged_from_the_best_measured_configuration(session_dir):
-    sessions = [s for s in speedcheck.sessions(session_dir)]
-    for s in sessions:  # keep only the complete case
-        s.results[:] = [r for r in s.results if r["mode"] == "train"]
-    assert speed.best(sessions, "train sst", "examples_per_s")[1] == 2.5
-    assert speed.best(sessions, "train sst", "peak_rss_gb", lower=True)[1] == 0.5
+def _train_sst_line(sessions):
+    text, _ = speed.targets_table(sessions)
+    return [line for line in text.splitlines() if line.startswith("| train sst")]
+
+
+def test_a_target_is_met_only_when_every_round_of_the_latest_session_meets_it(session_dir):
+    [session] = speedcheck.sessions(session_dir)
+    session.meta["variants"] = {"main": speed.HEADLINE}
+    speed_line, rss_line = _train_sst_line([session])
+    assert "x2.50 (2.00-3.00)" in speed_line and speed_line.endswith("| met |")  # x3 and x2 against >= x2
+    assert "0.50 (0.25-0.75)" in rss_line and rss_line.endswith("| missed |")  # median 0.50 <= 0.53, one 0.75
+    next(r for r in session.results if r["impl"] == "project" and r["tag"] == "main/r2")["examples_per_s"] = 15.0
+    speed_line, _ = _train_sst_line([session])
+    assert "x2.25 (1.50-3.00)" in speed_line and speed_line.endswith("| missed |")  # the median alone would pass
     assert speed.ratio((2.5, 2.0, 3.0)) == "x2.50 (2.00-3.00)"
+
+
+def test_a_round_begun_above_the_cores_is_not_judged(session_dir):
+    [session] = speedcheck.sessions(session_dir)
+    session.meta["variants"] = {"main": speed.HEADLINE}
+    for r in session.results:
+        if r["tag"] == "main/r2":
+            r["load_before"] = [9.0, 1, 1]
+    speed_line, _ = _train_sst_line([session])
+    assert "x3.00 (3.00-3.00)" in speed_line
 
 
 def test_a_session_without_its_run_json_fields_is_named(tmp_path):
