@@ -19,6 +19,13 @@ from eval.labels import TASK_LABELS
 
 log = logging.getLogger(__name__)
 
+# McCann et al. (2018), Table 2, single-task training: the architecture steps (S2S, then +SAtt, +CAtt, +QPtr) and
+# their validation metrics on the four tasks the experiments run.
+TABLE2_VARIANTS = ("s2s", "satt", "catt", "qptr")
+TABLE2_NAMES = {"s2s": "S2S", "satt": "+SAtt", "catt": "+CAtt", "qptr": "+QPtr"}
+PAPER_TABLE2 = {"sst": (86.4, 86.8, 86.2, 88.5), "srl": (63.5, 67.8, 74.8, 77.9), "woz.en": (85.3, 86.0, 86.5, 88.0),
+                "schema": (43.9, 46.3, 40.4, 48.8)}
+
 # McCann et al. (2018), Table 3: validation metrics of MQAN under each training strategy (decaNLP order).
 PAPER_TABLE3 = {
     "fully_joint": ([70.8, 16.1, 23.9, 70.5, 86.2, 75.8, 28.0, 80.6, 62.0, 48.8], 562.7),

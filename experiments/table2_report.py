@@ -24,15 +24,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from eval.stats import seed_difference, seed_interval
-from eval.verdict import at_floor, still_rising, verdict as rule
+from eval.compare import PAPER_TABLE2, TABLE2_NAMES, TABLE2_VARIANTS
+from eval.verdict import still_rising
+from experiments.results.render import judge  # the one verdict rule of every results page
+from experiments.results.table2 import TASKS
 
-VARIANTS = ("s2s", "satt", "catt", "qptr")
-NAMES = {"s2s": "S2S", "satt": "+SAtt", "catt": "+CAtt", "qptr": "+QPtr"}
-# McCann et al. (2018), Table 2, single-task training, S2S / +SAtt / +CAtt / +QPtr.
-PAPER = {"sst": (86.4, 86.8, 86.2, 88.5), "srl": (63.5, 67.8, 74.8, 77.9), "woz.en": (85.3, 86.0, 86.5, 88.0),
-         "schema": (43.9, 46.3, 40.4, 48.8)}
-LABELS = {"sst": "SST (EM)", "srl": "QA-SRL (nF1)", "woz.en": "WOZ (joint goal EM)", "schema": "MWSC (EM)"}
+VARIANTS, NAMES, PAPER = TABLE2_VARIANTS, TABLE2_NAMES, PAPER_TABLE2  # the paper's Table 2 (eval/compare.py)
 CLAIMS = [("srl", "satt", "+SAtt raises QA-SRL"), ("srl", "catt", "+CAtt raises QA-SRL"),
           ("schema", "catt", "+CAtt lowers MWSC"), ("schema", "qptr", "+QPtr restores MWSC")]
 
@@ -78,22 +75,14 @@ def stats(values: list[float]) -> tuple[float, float | None]:
     return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else None
 
 
-def judge(before: list[float], after: list[float], paper: float, rising=(), floor: float | None = None) -> str:
-    """The verdict (eval/verdict.py) on the change of the seed means, after - before, against the paper's change
-    (experiments/table3.py uses it too); `rising`: per side, a curve still rising; `floor`: the task's baseline."""
-    floors = [at_floor(seed_interval(side), floor) for side in (before, after)] if floor is not None else ()
-    said = rule(seed_difference(before, after), paper, floors=floors, rising=rising)
-    return said + (" (one seed)" if min(len(before), len(after)) < 2 else "")
-
-
 def verdict(best, task: str, variant: str, rising=None, floors=None) -> str:
     before = VARIANTS[VARIANTS.index(variant) - 1]
     if not best.get((task, variant)) or not best.get((task, before)):
         return "not run"
-    change = seed_difference(best[(task, before)], best[(task, variant)])
     paper = PAPER[task][VARIANTS.index(variant)] - PAPER[task][VARIANTS.index(before)]
     sides = [(rising or {}).get((task, v), False) for v in (before, variant)]
-    said = judge(best[(task, before)], best[(task, variant)], paper, sides, (floors or {}).get(task))
+    change, said = judge(best[(task, before)], best[(task, variant)], paper, floor=(floors or {}).get(task),
+                         rising=sides)
     interval = f" [{change.low:+.1f}, {change.high:+.1f}]" if change.low > float("-inf") else ""
     return f"{change.value:+.1f}{interval} (paper {paper:+.1f}): {said}"
 
@@ -112,7 +101,7 @@ def table(best) -> list[str]:
             cells.append(f"{mean:.1f}{' ± %.1f' % sd if sd is not None else ''}{step}")
             prev = mean
         seeds = max((len(best.get((task, v), [])) for v in VARIANTS), default=0)
-        lines.append(f"| {LABELS[task]} | " + " | ".join(cells) + f" | {' / '.join(f'{x:.1f}' for x in paper)} | {seeds} |")
+        lines.append(f"| {TASKS[task]} | " + " | ".join(cells) + f" | {' / '.join(f'{x:.1f}' for x in paper)} | {seeds} |")
     return lines
 
 
@@ -123,7 +112,7 @@ def claims(best, rising=None, floors=None) -> list[str]:
         means = {v: stats(best[(task, v)])[0] for v in VARIANTS if best.get((task, v))}
         if len(means) == len(VARIANTS):
             top = max(means, key=means.get)
-            lines.append(f"| +QPtr best or tied on {LABELS[task]} | best: {NAMES[top]} ({means[top]:.1f}; "
+            lines.append(f"| +QPtr best or tied on {TASKS[task]} | best: {NAMES[top]} ({means[top]:.1f}; "
                          f"+QPtr {means['qptr']:.1f}) |")
     return lines
 

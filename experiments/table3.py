@@ -31,11 +31,9 @@ from pathlib import Path
 import yaml
 
 from deca.io import write_json
-from deca.registry import DECANLP
-from eval.compare import PAPER_TABLE3
-from eval.stats import seed_difference
 from eval.verdict import still_rising
-from experiments.table2_report import judge  # eval/verdict.py's rule on the seeds' Welch interval, as Table 2
+from experiments.results.render import judge  # the one verdict rule of every results page
+from experiments.results.table3 import PAPER, TASKS  # the paper's Table 3 on the five tasks here
 from infra.overlay import load_overlay, merge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,11 +43,6 @@ OVERLAYS = ("infra/params/glove.yaml", "infra/params/table3.yaml")
 # The miniature's strategies -> train.strategy ("custom" runs infra/params/table3.yaml's train.phases:
 # the SQuAD-derived task alone, then fully joint).
 STRATEGIES = {"fully_joint": "fully_joint", "anti_curriculum": "custom", "curriculum": "curriculum"}
-TASKS = ("squad_dev", "sst", "srl", "woz.en", "schema")
-# The paper's Table 3 rows (eval/compare.py) of these strategies, on the five tasks here (SQuAD for squad_dev).
-PAPER = {ours: {t: PAPER_TABLE3[row][0][DECANLP.index("squad" if t == "squad_dev" else t)] for t in TASKS}
-         for ours, row in (("fully_joint", "fully_joint"), ("anti_curriculum", "anti_curriculum_squad"),
-                           ("curriculum", "curriculum"))}
 
 
 def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Path:
@@ -218,10 +211,9 @@ def table(runs: dict[str, dict]) -> list[str]:
             continue
         paper = (sum(PAPER[s].values()) - sum(PAPER["fully_joint"].values()) if task == "sum"
                  else PAPER[s][task] - PAPER["fully_joint"][task])
-        change = seed_difference(values["fully_joint"][task], values[s][task])
-        shown = f"{change.value:+.1f}" + (f" [{change.low:+.1f}, {change.high:+.1f}]" if change.low > -1e308 else "")
         rising = [any(rising_run(r, task) for r in by[side]) for side in ("fully_joint", s)]
-        said = judge(values["fully_joint"][task], values[s][task], paper, rising)
+        change, said = judge(values["fully_joint"][task], values[s][task], paper, rising=rising)
+        shown = f"{change.value:+.1f}" + (f" [{change.low:+.1f}, {change.high:+.1f}]" if change.low > -1e308 else "")
         lines.append(f"| {text} | {paper:+.1f} | {shown} | {said} |")
     return lines
 

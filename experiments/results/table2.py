@@ -12,17 +12,14 @@ from collections import Counter
 
 from eval.stats import t_quantile
 from eval.verdict import still_rising
+from eval.compare import PAPER_TABLE2, TABLE2_NAMES, TABLE2_VARIANTS
 from experiments.results import records
 from experiments.results.render import judge, mean_sd, num, table
 
 PAGE = "docs/results/table2.md"
 TEMPLATE = "table2.md"
-VARIANTS = ("s2s", "satt", "catt", "qptr")
-NAMES = {"s2s": "S2S", "satt": "+SAtt", "catt": "+CAtt", "qptr": "+QPtr"}
+VARIANTS, NAMES, PAPER = TABLE2_VARIANTS, TABLE2_NAMES, PAPER_TABLE2  # the paper's Table 2 (eval/compare.py)
 TASKS = {"sst": "SST (EM)", "srl": "QA-SRL (nF1)", "woz.en": "WOZ (joint goal EM)", "schema": "MWSC (EM)"}
-# McCann et al. (2018), Table 2, single-task training, S2S / +SAtt / +CAtt / +QPtr.
-PAPER = {"sst": (86.4, 86.8, 86.2, 88.5), "srl": (63.5, 67.8, 74.8, 77.9), "woz.en": (85.3, 86.0, 86.5, 88.0),
-         "schema": (43.9, 46.3, 40.4, 48.8)}
 
 
 def two_values(mean: float, sd: float) -> list[float]:
