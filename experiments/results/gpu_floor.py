@@ -228,8 +228,9 @@ def commit_note(meta: dict, runs: dict[str, Path]) -> str:
     notes = []
     if differ:
         said = "; ".join(f"{n}: {c or 'none'} against {meta[n]['commit']}" for n, c in differ.items())
-        notes.append(f"env.txt's `commit` line (`git log -1` on the lent machine before run4) differs from "
-                     f"runs.json's commit ({said}): which commit ran is as runs.json says, unverified.")
+        notes.append(f"env.txt's `commit` line (before run4 `git log -1` on the lent machine, whose .git can be "
+                     f"stale) differs from runs.json's commit, or is missing ({said}): which commit ran is as "
+                     "runs.json says, unverified.")
     if digests:
         checked = ", ".join(n for n in digests if n not in wrong) or "none"
         notes.append(f"Code digests (bench/code_digest.sh) of the commit in runs.json and of the code that ran "
