@@ -3,7 +3,14 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from eval.metrics import bleu, rouge, squad, woz, wikisql, zre
+# The metric modules by their full names: `from eval.metrics import bleu` would import this package's
+# __init__, which imports this module (a circle through the package).
+import eval.metrics.bleu as bleu
+import eval.metrics.rouge as rouge
+import eval.metrics.squad as squad
+import eval.metrics.wikisql as wikisql
+import eval.metrics.woz as woz
+import eval.metrics.zre as zre
 from eval.metrics.registry import Metric, ScoreOptions, register_family
 
 
