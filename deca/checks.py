@@ -11,9 +11,11 @@ schedule, the metric registry, the vector sources) take that code as an argument
 values a layer above keeps (the model's variants, the precisions, ...) takes that list as an argument
 (`choices`): deca imports no layer above it, and no list is written twice.
 
-Reading and checking together (checked_params, load_params, params_from_args) sit here, above deca.config
-(plain data: it imports neither this module nor the registry); where each value came from is read_params'
-second return value, passed on explicitly.
+Params come one way, `checked_params` (a params file, overrides and where each value came from; read, then checked
+once), with two fronts: `load_params` (the params alone) and `params_from_args` (a command's --params and --set).
+Under it, deca.config.read_params checks keys and types only: the training command calls it directly because its
+checks (train.driver.check_training) also build the schedule it then trains on. A run's recorded params (run.json,
+a Ray worker's config) were checked when the run started and come back through deca.config.from_dict.
 """
 from __future__ import annotations
 
@@ -284,11 +286,6 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Mapping[str, Any] 
     types, values and custom tasks checked (checked_params), an error naming the file and line of the value
     (or ``--set``). Nothing is registered: see params_from_args."""
     return checked_params(path, overrides)[0]
-
-
-def load_section(name: str, path: str | Path = DEFAULT_PARAMS) -> Any:
-    """Load one section (e.g. "train") of params.yaml, validating the whole file."""
-    return getattr(load_params(path), name)
 
 
 def params_from_args(args, commands: Iterable[str] = (), **layers: Any) -> Params:

@@ -28,7 +28,6 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterator
 
-from deca.config import read_params
 from deca.params_file import key_lines, load_params_file, parse_yaml
 from deca.params_args import add_params_arguments, parse_overrides
 from deca.errors import ConfigError, DataError
@@ -71,8 +70,8 @@ def find_vectors(source: str) -> None:
     open_source(source)
 
 
-def load(params_path: str, overlays: list[str], sets: list[str]) -> tuple[Any, dict[str, str]]:
-    """(params.yaml with the overlays, then the --set values, applied; where each value came from)."""
+def layered(overlays: list[str], sets: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The overrides of the overlays, then the --set values, and where each came from."""
     overrides: dict[str, Any] = {}
     origin: dict[str, str] = {}
     for path in overlays:
@@ -87,16 +86,16 @@ def load(params_path: str, overlays: list[str], sets: list[str]) -> tuple[Any, d
         for key, value in parse_overrides([item]).items():
             overrides[key] = value
             origin[key] = f"--set {item}"
-    return read_params(params_path, overrides, origin)
+    return overrides, origin
 
 
 def check(params_path: str, overlays: list[str], sets: list[str]) -> str:
     """A one-line summary of valid params; a ConfigError listing every problem otherwise."""
-    from deca.checks import check_params, declare_quietly, leaves
+    from deca.checks import COMMANDS, checked_params, leaves
 
-    params, origin = load(params_path, overlays, sets)
-    declare_quietly(params)  # task names resolve against the custom tasks too
-    check_params(params, origin, **layers())
+    overrides, origin = layered(overlays, sets)
+    # task names resolve against the custom tasks too (declared)
+    params, _ = checked_params(params_path, overrides, origin, COMMANDS, declared=True, **layers())
     where = " + ".join([str(params_path), *overlays] + (["--set"] if sets else []))
     return f"{where}: valid ({sum(1 for _ in leaves(params))} settings)"
 

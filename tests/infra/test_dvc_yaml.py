@@ -34,10 +34,10 @@ def test_generated_parts_are_up_to_date():
 
 def test_stages_are_the_declared_pipeline(index):
     tables = stages.current()
-    from deca.checks import load_section
+    from deca.checks import load_params
     from deca.registry import get_task, resolve_tasks
 
-    names = resolve_tasks(load_section("data", ROOT / "params.yaml").tasks)
+    names = resolve_tasks(load_params(ROOT / "params.yaml").data.tasks)
     assert [e["name"] for e in tables["tasks"].values()] == names
     assert all(get_task(e["name"]).key == key for key, e in tables["tasks"].items())
     expected = ({f"download@{c}" for c in tables["corpora"]} | {f"prepare@{k}" for k in tables["tasks"]}
