@@ -11,7 +11,7 @@ export RAY_AUTH_MODE := disabled
 export RAY_TRAIN_ENABLE_PREEMPTION_WATCHER := 0
 export PYTHONHASHSEED := 0
 
-.PHONY: run test test-fast install clean results
+.PHONY: run test test-fast test-slow install clean results
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 1; }
@@ -33,16 +33,25 @@ run: $(STAMP)
 	@$(BIN)/python -c "import json; m = json.load(open('eval/metrics.json')); \
 	print('decaScore', round(m['decascore'], 2), 'on', m['split'], '(partial)' if m['partial'] else '')"
 
-## The test suite (fast tests and the slow integration tests, which CI runs too), a test file at a time on
-## each of two workers (pytest-xdist): most slow tests wait on child processes, so two cores finish sooner.
-## TEST_WORKERS=0 runs them in this one process.
+## The test suite in two lanes, each a test file at a time on two workers (pytest-xdist; most slow tests wait on
+## child processes, so two cores finish sooner): the fast lane (everything not marked slow), then the slow lane
+## (Ray, the DVC pipeline, servers), which runs even when the fast lane failed; `make test` fails if either did.
+## Each lane prints its slowest tests. TEST_WORKERS=0 runs them in this one process.
 TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile
+	@fast=0; $(PYTEST) -m "not slow" || fast=$$?; \
+	slow=0; $(PYTEST) -m slow || slow=$$?; \
+	echo "fast lane: $$( [ $$fast = 0 ] && echo passed || echo FAILED ), slow lane: $$( [ $$slow = 0 ] && echo passed || echo FAILED )"; \
+	[ $$fast = 0 ] && [ $$slow = 0 ]
 
 ## The developer's loop: every test not marked slow (no Ray cluster, no DVC pipeline, no servers under load).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile -m "not slow"
+	$(PYTEST) -m "not slow"
+
+## The slow lane alone.
+test-slow: $(STAMP)
+	$(PYTEST) -m slow
 
 ## Every generated page of docs/results and the README's results index, from their records
 ## (docs/results/records/, experiments/results/); the tests fail when a committed page differs.

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.test_dvc_pipeline import BIN, Repo, copy_worktree, ran_stages
+from tests.infra.dvc_repo import BIN, Repo, copy_worktree, ran_stages
 
 pytestmark = pytest.mark.slow
 

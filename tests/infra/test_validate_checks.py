@@ -105,7 +105,7 @@ def experiment(tmp_path, monkeypatch):
 
 def as_dvc_wrote_it(path, **values) -> None:
     """params.yaml as `dvc exp run -S` leaves it: the values set, the file written again (DVC's own rewrite,
-    which also reformats it, is in tests/test_dvc_pipeline.py)."""
+    which also reformats it, is in tests/infra/test_dvc_repro.py)."""
     from deca.config import set_dotted
     from infra.params_yaml import write
 
