@@ -42,8 +42,9 @@ def shell_syntax_ok(path: Path) -> None:
 
 
 def referenced_repo_paths(text: str) -> set[str]:
-    """Paths like infra/params/paper.yaml or infra/ray/train_job.sh mentioned in a file."""
-    return set(re.findall(r"\b(?:infra|deca|pipelines|train|eval)/[\w./-]+\.(?:py|sh|yaml|md)\b", text))
+    """Paths like infra/params/paper.yaml or infra/ray/train_job.sh mentioned in a file (tests/infra/... is a
+    path under tests/, not under infra/)."""
+    return set(re.findall(r"(?<![\w/])(?:infra|deca|pipelines|train|eval|tests|bench)/[\w./-]+\.(?:py|sh|yaml|md)\b", text))
 
 
 def assert_paths_exist(text: str, where: Path) -> None:
