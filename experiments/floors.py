@@ -4,11 +4,14 @@ docs/results/records/floors.json, so that `make results` needs no data.
 
     python -m experiments.floors --corpora ../shared/corpora --out docs/results/records/floors.json
 
-Two sets of rows:
+Three sets of rows:
   validation  every validation row of the tasks the pages judge (Table 2, zero-shot, Figure 3, the
               single-task and multitask pages: SST, QA-SRL, WOZ, MWSC, the renamed SST questions)
   table3      the first `train.max_val_examples` rows (500) of each validation split of Table 3's five tasks
               (infra/params/table3.yaml), squad_dev among them: what its runs were validated on
+  transfer    the first 300 pairs of IWSLT14 TED dev2010 German→English, the custom task `iwslt_de_en` that
+              experiments/transfer_iwslt.py validates on (written as its JSON lines, declared as it declares
+              it), scored by BLEU and by nF1, the two figures the transfer page shows
 The rows are the project's own: each task's reader on the raw files, then `deca prepare`'s per-example step
 (pipelines.rows.to_row: lowercasing, revtok, the task's row hook) with params.yaml's prepare options, in
 reader order, which is the order of the processed Parquet shards the runs read their first rows from.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -28,6 +32,7 @@ from deca.params_file import load_params_file
 from deca.registry import Example, get_task
 from eval.api import headline_metric
 from eval.floors import floors, highest
+from experiments import transfer_iwslt
 from pipelines.prepare import task_options
 from pipelines.rows import to_row
 
@@ -70,17 +75,34 @@ def task_rows(task: str, corpora: Path, params: Params, split: str = "validation
     return rows
 
 
-def entry(task: str, rows: Sequence[dict], split: str, limit: int | None) -> dict:
+def entry(task: str, rows: Sequence[dict], split: str, limit: int | None, metric: str | None = None) -> dict:
     """One task's record: its rows, metric, every floor (rounded to 4 decimals) and the strongest."""
-    found = {label: round(value, 4) for label, value in floors(task, rows).items()}
+    found = {label: round(value, 4) for label, value in floors(task, rows, metric).items()}
     label, value = highest(found)
     return {"split": split, "rows": "all" if limit is None else f"the first {limit}", "examples": len(rows),
-            "metric": headline_metric(task), "floors": found, "floor": value, "answerer": label}
+            "metric": metric or headline_metric(task), "floors": found, "floor": value, "answerer": label}
 
 
-def compute(corpora: Path, tasks: Sequence[str] = VALIDATION, table3: Path | None = TABLE3) -> dict[str, dict]:
-    """{"validation": {task: entry}, "table3": {task: entry}} from the raw files under `corpora` (no table3
-    set when `table3` is None)."""
+def transfer_set(corpora: Path, params: Params, limit: int = 300) -> dict[str, dict]:
+    """{"iwslt_de_en": BLEU floors, "iwslt_de_en nf1": nF1 floors} of the transfer page's validation pairs."""
+    task, xml = transfer_iwslt.TASK, corpora / "iwslt" / "IWSLT14_de-en_fairseq" / "de-en"
+    with tempfile.TemporaryDirectory() as tmp:
+        files = transfer_iwslt.write_jsonl(Path(tmp), xml)
+        cfg = CustomTaskConfig(files=files, metric="bleu", question=transfer_iwslt.QUESTION,
+                               fields={"context": "de", "answer": "en"})
+        declare(Params(custom_tasks={task: cfg}))
+        try:
+            rows = task_rows(task, corpora, params, limit=limit)
+            return {task: entry(task, rows, "validation", limit), f"{task} nf1": entry(task, rows, "validation",
+                                                                                      limit, "nf1")}
+        finally:
+            declare(Params())
+
+
+def compute(corpora: Path, tasks: Sequence[str] = VALIDATION, table3: Path | None = TABLE3,
+            transfer: bool = True) -> dict[str, dict]:
+    """{"validation": {task: entry}, "table3": {task: entry}, "transfer": {...}} from the raw files under
+    `corpora` (no table3 set when `table3` is None, no transfer set without `transfer`)."""
     params, _ = read_params(ROOT / "params.yaml")
     sets = {"validation": {t: entry(t, task_rows(t, corpora, params), "validation", None) for t in tasks}}
     if table3 is not None:
@@ -91,6 +113,8 @@ def compute(corpora: Path, tasks: Sequence[str] = VALIDATION, table3: Path | Non
                               for t in names}
         finally:
             declare(Params())
+    if transfer:
+        sets["transfer"] = transfer_set(corpora, params)
     return sets
 
 
