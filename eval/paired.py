@@ -5,7 +5,8 @@ Each DIR is a predictions directory written by `deca evaluate` (evaluate.predict
 ``<task>.jsonl`` per task whose records carry the example's statistics (``stats``, eval.examples). Per task
 both sides have, and for the decaScore: b minus a with its paired-bootstrap 95% interval and p-value
 (eval.stats), McNemar's p-value for exact-match tasks with one run a side, each side's interval, the
-task's chance/majority baseline computed from the gold answers (eval.verdict.baseline), and the verdict
+task's floor computed from the records' contexts, questions and gold answers (eval.verdict.baseline; none
+for WOZ and WikiSQL, whose metrics read a gold the records do not keep), and the verdict
 (eval.verdict) against the expected direction. Given the output of `deca contamination`, also b minus a
 on the clean subset: without the evaluation examples it flags as overlapping training data. The tasks not in
 every run of both sides are named (``dropped``), and a sum over fewer than the ten decaNLP tasks is called a
@@ -20,31 +21,42 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from deca.contamination import split_key
+from deca.custom_tasks import NEEDS_GOLD
 from deca.errors import DataError
 from deca.io import json_line
 from deca.registry import DECANLP, all_tasks
-from eval.verdict import baseline
 from eval.examples import kind_of
 from eval.labels import TASK_LABELS
 from eval.stats import Difference, Sample, compare
-from eval.verdict import at_floor, verdict
+from eval.verdict import at_floor, baseline, below_floor, verdict
 
 FIX = "re-run `deca evaluate` for this run (it writes each example's statistics into <task>.jsonl)"
 
 
 @dataclass(frozen=True)
 class Examples:
-    """One task of one run: ids in file order, statistics (examples x columns), gold answers and questions."""
+    """One task of one run: ids in file order, statistics (examples x columns), gold answers, questions and
+    contexts."""
 
     ids: list[str]
     values: np.ndarray
     answers: list[str]
     questions: list[str]
+    contexts: list[str]
+
+    def floor(self, task: str) -> float | None:
+        """The task's floor on these examples (eval.verdict.baseline), None where its metric reads a gold
+        beyond the answers (WOZ's state, WikiSQL's query), which prediction records do not keep."""
+        if all_tasks()[task].metric in NEEDS_GOLD:
+            return None
+        rows = [{"id": i, "context": c, "question": q, "answer": a, "answers": [a]}
+                for i, c, q, a in zip(self.ids, self.contexts, self.questions, self.answers)]
+        return baseline(task, rows)
 
 
 def read_task(path: Path) -> Examples:
     """The records of one ``<task>.jsonl``; a DataError naming the line when one lacks ``stats``."""
-    ids, values, answers, questions = [], [], [], []
+    ids, values, answers, questions, contexts = [], [], [], [], []
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
@@ -56,9 +68,10 @@ def read_task(path: Path) -> Examples:
             values.append([float(x) for x in record["stats"]])
             answers.append(str(record.get("answer", "")))
             questions.append(str(record.get("question", "")))
+            contexts.append(str(record.get("context", "")))
     if not ids:
         raise DataError(path, "no records", fix=FIX)
-    return Examples(ids, np.asarray(values, dtype=float), answers, questions)
+    return Examples(ids, np.asarray(values, dtype=float), answers, questions, contexts)
 
 
 def read_run(directory: str | Path) -> dict[str, Examples]:
@@ -127,7 +140,7 @@ def paired(a_dirs: Sequence[str | Path], b_dirs: Sequence[str | Path], expect: s
     sign = 1.0 if expect == "higher" else -1.0
     rows = {}
     for key, diff in found.items():
-        floor = baseline(key, examples[key].answers, examples[key].questions) if key in examples else None
+        floor = examples[key].floor(key) if key in examples else None
         rows[key] = _row(diff, floor, sign)
     summed = [t for t in shared if t in DECANLP]
     result = {"a": [str(d) for d in a_dirs], "b": [str(d) for d in b_dirs], "expect": expect,
@@ -169,8 +182,9 @@ def clean_rows(a: Mapping[str, Sample], b: Mapping[str, Sample], examples: Mappi
 
 def _row(diff: Difference, floor: float | None, sign: float) -> dict:
     floors = [at_floor(diff.a, floor), at_floor(diff.b, floor)]
+    below = [below_floor(diff.a, floor), below_floor(diff.b, floor)]
     return {"a": diff.a.to_json(), "b": diff.b.to_json(), "diff": diff.diff.to_json(), "p": diff.p,
-            "mcnemar": diff.mcnemar, "baseline": floor, "verdict": verdict(diff.diff, sign, floors=floors)}
+            "mcnemar": diff.mcnemar, "baseline": floor, "verdict": verdict(diff.diff, sign, floors=floors, below=below)}
 
 
 def text(result: Mapping) -> str:
@@ -198,7 +212,8 @@ def text(result: Mapping) -> str:
     title = (f"b - a: {runs}, paired bootstrap of {result['replicates']} resamples (seed {result['seed']}); "
              f"expected: b {result['expect']} than a")
     legend = ["verdict: reproduced / opposite = the 95% interval of b - a excludes 0 on the expected / other side; "
-              "inconclusive = it covers 0; not tested = a side's interval reaches its task's baseline"]
+              "inconclusive = it covers 0; not tested = a side's interval reaches its task's floor (baseline: the strongest "
+              "trivial answerer, eval/floors.py); fails = a side's interval lies wholly under it"]
     if clean:
         legend.append(f"clean: without the {clean['split']} examples `deca contamination` flags ({clean['source']})")
     return "\n".join([title, fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body), *legend, *notes(result)])

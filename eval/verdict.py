@@ -6,9 +6,9 @@ of five outcomes, tried in this order (the first that applies):
 1. **not tested** (a curve): a side's validation curve was still rising over the last third of its budget
    (`still_rising`): the run had not finished learning, so neither its score nor its failure is final;
 2. **fails**: a side lies significantly below its floor (`below_floor`: its whole interval under the task's
-   chance or majority baseline): the model took the test and failed it, a result (opt-in: `below=`);
-3. **not tested** (a floor): a side is at its floor (`at_floor`: its interval reaches the baseline): it cannot
-   be told from guessing, so the comparison says nothing about the paper's claim;
+   floor, `baseline`): the model took the test and failed it, a result, not "not tested";
+3. **not tested** (a floor): a side is at its floor (`at_floor`: its interval reaches the floor): it cannot
+   be told from the strongest trivial answerer, so the comparison says nothing about the paper's claim;
 4. **reproduced** / **opposite**: the interval excludes 0 on the side of the paper's change / on the other
    side (with `adjusted_p`, eg Holm's over the steps of a table (eval.power.holm), only when that is also
    under `alpha`: a step not significant after the correction counts as covering 0);
@@ -19,21 +19,19 @@ of five outcomes, tried in this order (the first that applies):
 
 Pages say "underpowered" with both numbers (`power_note`).
 
-The floor of a task comes from its gold answers (`baseline`): for a classification task (an exact-match headline
-and at most `MAX_LABELS` distinct answers: SST, MNLI, ...) the EM of always answering the most frequent gold
-answer (`majority`); for a task whose question names two candidates, ``"... <x> or <y>?"`` with the gold among
-them (MWSC), the expected EM of picking one at random (`random_candidate`); other tasks (nF1, BLEU, ROUGE...):
-none, so they are never "at the floor".
+The floor of a task is the highest of its trivial floors on the rows it is judged on (`baseline`, from
+eval/floors.py: the majority label, the random or first candidate, the constant or empty answer, copying the
+context, its first sentence or lead-3, no change of state), for every metric, nF1, BLEU, ROUGE and joint goal
+EM included: a side whose interval reaches it is "not tested", one whose interval lies wholly under it "fails".
 
 Every report and table that says whether a finding holds calls `verdict` (experiments/table2_report.py,
 experiments/table3.py, `deca compare`; eval/steps.py judges a table's steps with all five outcomes).
 """
 from __future__ import annotations
 
-from collections import Counter
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
-from deca.registry import all_tasks
+from eval.floors import strongest
 from eval.stats import Interval
 
 REPRODUCED = "reproduced"
@@ -44,9 +42,6 @@ FAILS = "fails"
 UNDERPOWERED = "underpowered"
 VERDICTS = (REPRODUCED, OPPOSITE, INCONCLUSIVE, NOT_TESTED, FAILS, UNDERPOWERED)
 ALPHA = 0.05  # the level an adjusted p-value is judged at
-MAX_LABELS = 10  # distinct gold answers of a classification task
-NAMED_SHARE = 0.9  # share of questions that must name their gold as a candidate
-EXACT = ("em", "nem")  # headline metrics a baseline is computed for
 RISING_MARGIN = 0.5  # points a fitted curve must gain over the last third of its budget to count as rising
 
 
@@ -82,16 +77,16 @@ def power_note(mde: float, paper_change: float, digits: int = 1) -> str:
 
 
 def at_floor(side: Interval, baseline: float | None) -> bool:
-    """Whether a side's interval reaches the task's chance/majority `baseline` or lies below it (None: no
-    baseline known for the task, never at the floor)."""
+    """Whether a side's interval reaches the task's floor `baseline` (`baseline`) or lies below it (None: no
+    floor known, as for runs whose rows are not at hand: never at the floor)."""
     if baseline is None:
         return False
     return side.low <= baseline
 
 
 def below_floor(side: Interval, baseline: float | None) -> bool:
-    """Whether a side's whole interval lies under the task's chance/majority `baseline`: significantly worse
-    than guessing, it failed the test (None: no baseline known, never below)."""
+    """Whether a side's whole interval lies under the task's floor `baseline`: significantly worse than the
+    strongest trivial answerer, it failed the test (None: no floor known, never below)."""
     if baseline is None:
         return False
     return side.high < baseline
@@ -118,39 +113,7 @@ def still_rising(curve: Sequence[tuple[float, float]], budget: float | None = No
     return slope * (budget - start) > margin
 
 
-def majority(answers: Sequence[str]) -> float:
-    """EM (0..100) of answering the most frequent gold answer every time."""
-    if not answers:
-        raise ValueError("no answers to count")
-    return 100.0 * Counter(a.strip().lower() for a in answers).most_common(1)[0][1] / len(answers)
-
-
-def names_gold(question: str, answer: str) -> bool:
-    """Whether `question` ends by naming `answer` as one of two candidates: "... <answer> or <y>?" or
-    "... <x> or <answer>?"."""
-    q, g = " ".join(question.lower().split()), " ".join(answer.lower().split())
-    return bool(g) and q.endswith("?") and (q.endswith(f" or {g}?") or f" {g} or " in q[-(2 * len(g) + 200):])
-
-
-def random_candidate(answers: Sequence[str], questions: Sequence[str]) -> float | None:
-    """Expected EM (0..100) of picking one of the question's two named candidates at random; None unless most
-    questions name their gold as a candidate."""
-    named = [names_gold(q, a) for q, a in zip(questions, answers)]
-    if not named or sum(named) < NAMED_SHARE * len(named):
-        return None
-    return 50.0 * sum(named) / len(named)
-
-
-def baseline(task: str, answers: Sequence[str], questions: Sequence[str] = ()) -> float | None:
-    """The task's floor from its gold answers (and questions): random candidate, else majority for a
-    classification task, else None."""
-    tasks = all_tasks()
-    if task not in tasks or tasks[task].metric not in EXACT or not answers:
-        return None
-    if questions:
-        chance = random_candidate(answers, questions)
-        if chance is not None:
-            return chance
-    if len({a.strip().lower() for a in answers}) <= MAX_LABELS:
-        return majority(answers)
-    return None
+def baseline(task: str, rows: Sequence[Mapping[str, Any]]) -> float:
+    """The task's floor on `rows` (the rows a side was scored on: id, context, question, answer and the gold its
+    metric reads): the highest of eval/floors.py's trivial floors, whatever the metric."""
+    return strongest(task, rows)[1]

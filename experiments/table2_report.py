@@ -58,17 +58,14 @@ def _records(folder: Path) -> list[dict]:
 
 
 def read_floors(processed: Path | None) -> dict[str, float | None]:
-    """{task: its chance/majority baseline on the validation split} (eval/verdict.py); {} without data."""
+    """{task: its floor on the validation split} (eval/verdict.py's baseline: the strongest trivial answerer,
+    eval/floors.py); {} without data."""
     if processed is None:
         return {}
     from deca.schema import read_split
     from eval.verdict import baseline
 
-    floors = {}
-    for task in PAPER:
-        rows = read_split(processed, task, "validation", columns=["answer", "question"]).to_pylist()
-        floors[task] = baseline(task, [r["answer"] for r in rows], [r["question"] for r in rows])
-    return floors
+    return {task: baseline(task, read_split(processed, task, "validation").to_pylist()) for task in PAPER}
 
 
 def stats(values: list[float]) -> tuple[float, float | None]:
@@ -122,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", type=Path, help="experiments/table2.sh's OUT (default there: checkpoints/table2)")
     ap.add_argument("--md", type=Path, help="also write the tables to this Markdown file")
     ap.add_argument("--processed", type=Path, metavar="DIR",
-                    help="processed data (deca prepare --out): the tasks' chance/majority baselines for 'not tested'")
+                    help="processed data (deca prepare --out): the tasks' floors (eval/floors.py) for 'not tested'")
     args = ap.parse_args(argv)
     best = read_runs(args.folder)
     if not best:

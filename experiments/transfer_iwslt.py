@@ -34,8 +34,9 @@ PRETRAINED_TASKS = ["sst", "srl", "woz.en", "schema"]
 QUESTION = "Translate from German to English"
 
 
-def write_jsonl(out_dir: Path) -> dict[str, str]:
-    """The XML pairs as JSON lines {"id", "de", "en"} per split; returns {split: path}."""
+def write_jsonl(out_dir: Path, xml: Path = XML) -> dict[str, str]:
+    """The XML pairs (of the IWSLT14 folder `xml`) as JSON lines {"id", "de", "en"} per split; returns
+    {split: path}."""
     from deca.registry import Example
     from deca.tasks.iwslt import read_xml
 
@@ -45,7 +46,7 @@ def write_jsonl(out_dir: Path) -> dict[str, str]:
         path = out_dir / f"{split}.jsonl"
         with open(path, "w", encoding="utf-8") as f:
             for name in sets:
-                for ex in read_xml(XML / f"IWSLT14.{name}.de-en.de.xml", XML / f"IWSLT14.{name}.de-en.en.xml"):
+                for ex in read_xml(xml / f"IWSLT14.{name}.de-en.de.xml", xml / f"IWSLT14.{name}.de-en.en.xml"):
                     if isinstance(ex, Example):
                         f.write(json.dumps({"id": f"{name}-{ex.id}", "de": ex.context, "en": ex.answer},
                                            ensure_ascii=False) + "\n")

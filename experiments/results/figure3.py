@@ -30,10 +30,10 @@ def renamed_lines(record: dict, floors: dict) -> str:
     lines = []
     for task, found in record["renamed"].items():
         shares = ", ".join(f"{v}% from the {s}" for s, v in found["share"].items())
-        floor = floors[task]["baseline"]
+        floor = floors[task]["floor"]
         where = "at or below" if at_floor(Interval(found["em"], found["em"], found["em"]), floor) else "above"
-        lines.append(f"- {zero_shot.RENAMED[task]}: {shares}; EM {num(found['em'])}, {where} the {num(floor)} "
-                     "of picking a named label at random (one model: no interval).")
+        lines.append(f"- {zero_shot.RENAMED[task]}: {shares}; EM {num(found['em'])}, {where} its {num(floor)} "
+                     f"floor ({floors[task]['answerer']}; one model: no interval).")
     return "\n".join(lines)
 
 
@@ -47,7 +47,7 @@ def group_means(name: str) -> dict[str, str]:
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/figure3.md."""
     record = record or records.load("figure3")
-    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    floors = floors if floors is not None else records.floors()
     alone, mwsc = group_means("SST alone"), group_means("SST + MWSC")
     same = sum(max(SOURCES, key=lambda s: t["share"][s]) == t["paper"] for t in record["tasks"].values())
     return {"date": record["date"], "commit": record["commit"], "source": record["source"],

@@ -1,5 +1,5 @@
 """docs/results/glove_single_vs_joint.md: the GloVe recipe, single-task against fully joint (issue 10), from
-docs/results/issue10.json (the runs' curves) and baselines.json."""
+docs/results/issue10.json (the runs' curves) and records/floors.json."""
 from __future__ import annotations
 
 from experiments.results import issue10, records
@@ -22,19 +22,19 @@ def leaves_plateau(curve: list, plateau: float, margin: float = 1.0) -> int | No
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/glove_single_vs_joint.md."""
     record = record or records.load("issue10")
-    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    floors = floors if floors is not None else records.floors()
     rows, joint = record["rows"], record["joint"]
     sst, srl = single(record, "sst"), single(record, "srl")
-    majority = floors["sst"]["majority"]
+    majority = floors["sst"]["floors"]["constant answer"]
     out = {"results_table": issue10.results_table(record, floors), "joint_minutes": num(joint["minutes_budget"], 0),
            "joint_iterations": f"{joint['last_iteration']:,}", "own_batches": f"{rows['sst']['joint_own_batches']:.0f}",
            "sst_majority": num(majority), "sst_leaves": str(leaves_plateau(sst, majority)),
            "sst_joint_leaves": str(leaves_plateau([(i // 4, v) for i, _, v in joint["curves"]["sst"]], majority)),
            "sst_last": num(sst[-1][-1]), "sst_last_iteration": f"{sst[-1][0]:,}",
            "srl_first_high": num(max(v for i, _, v in srl if i <= 2400)), "srl_last": num(srl[-1][-1]),
-           "srl_last_iteration": f"{srl[-1][0]:,}", "mwsc_floor": num(floors["schema"]["baseline"]),
+           "srl_last_iteration": f"{srl[-1][0]:,}", "mwsc_floor": num(floors["schema"]["floor"]),
            "mwsc_joint": num(rows["schema"]["joint_last"])}
-    floor = floors["schema"]["baseline"]
+    floor = floors["schema"]["floor"]
     for key, value in (("mwsc_single_where", rows["schema"]["single_best"]), ("mwsc_joint_where", rows["schema"]["joint_last"])):
         out[key] = "at or below" if value <= floor else "above"
     for task in issue10.LABELS:

@@ -1,9 +1,9 @@
 """docs/results/issue10.md: issue 10's table (GloVe recipe, single-task and fully joint, before and after) from
-docs/results/issue10.json, with the chance row from baselines.json in place of the JSON's majority answer."""
+docs/results/issue10.json, with each task's floor from records/floors.json (eval/floors.py) in place of the JSON's majority answer."""
 from __future__ import annotations
 
 from experiments.results import records
-from experiments.results.render import judge, num, rising_until, table
+from experiments.results.render import floor_cell, floor_of, judge, num, rising_until, table
 
 PAGE = "docs/results/issue10.md"
 TEMPLATE = "issue10.md"
@@ -11,10 +11,10 @@ LABELS = {"sst": "SST EM", "woz.en": "WOZ joint goal EM", "srl": "QA-SRL nF1", "
 
 
 def target(row: dict, floor: dict | None) -> str:
-    """The issue's target, or for a task without one: above the chance baseline."""
+    """The issue's target, or for a task without one: above its floor."""
     if row["target"] is not None:
         return f">= {row['target']:.0f}"
-    return f"> chance {num(floor['baseline'])}" if floor and floor["baseline"] is not None else "-"
+    return f"> floor {num(floor_of(floor))}" if floor else "-"
 
 
 def sides_rising(record: dict, task: str) -> list[bool]:
@@ -27,7 +27,7 @@ def sides_rising(record: dict, task: str) -> list[bool]:
 def joint_verdict(record: dict, task: str, floor: dict | None) -> str:
     """eval/verdict.py on fully joint minus single-task at the same own batches (one run a side)."""
     row = record["rows"][task]
-    _, said = judge([row["single_at_same_batches"]], [row["joint_last"]], 0.0, floor=(floor or {}).get("baseline"),
+    _, said = judge([row["single_at_same_batches"]], [row["joint_last"]], 0.0, floor=floor_of(floor),
                     rising=sides_rising(record, task))
     return said
 
@@ -35,7 +35,7 @@ def joint_verdict(record: dict, task: str, floor: dict | None) -> str:
 def results_table(record: dict | None = None, floors: dict | None = None) -> str:
     """The table: target, before and after single-task and fully joint, joint minus single, its verdict."""
     record = record or records.load("issue10")
-    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    floors = floors if floors is not None else records.floors()
     rows = []
     for task, label in LABELS.items():
         r = record["rows"][task]
@@ -43,10 +43,10 @@ def results_table(record: dict | None = None, floors: dict | None = None) -> str
                      f"{num(r['single_best'])} ({r['single_best_iteration']}, {num(r['single_best_minutes'])})",
                      num(r["before_joint"]), f"{num(r['joint_last'])} ({r['joint_own_batches']:.0f})",
                      num(r["single_at_same_batches"]), num(r["joint_last"] - r["single_at_same_batches"], sign=True),
-                     joint_verdict(record, task, floors.get(task))])
+                     floor_cell(floors.get(task)), joint_verdict(record, task, floors.get(task))])
     return table(["task", "target", "before: single-task", "after: single-task best (iteration, min)",
                   "before: fully joint", "after: fully joint, end (own batches)", "single-task at the same own batches",
-                  "joint − single", "verdict (eval/verdict.py)"], rows, "lllllllrl")
+                  "joint − single", "floor (strongest trivial)", "verdict (eval/verdict.py)"], rows, "lllllllrll")
 
 
 def values() -> dict[str, str]:

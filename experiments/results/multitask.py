@@ -1,10 +1,10 @@
 """docs/results/multitask.md: fully joint against single-task MQAN with embeddings learned from scratch, from
-docs/results/multitask.json (earlier settings) and multitask_recipe.json (the SST recipe), with the chance
-row and eval/verdict.py's verdict on each joint-against-single comparison."""
+docs/results/multitask.json (earlier settings) and multitask_recipe.json (the SST recipe), with each
+task's floor (records/floors.json) and eval/verdict.py's verdict on each joint-against-single comparison."""
 from __future__ import annotations
 
 from experiments.results import records
-from experiments.results.render import judge, num, rising_until, table
+from experiments.results.render import floor_cell, floor_of, judge, num, rising_until, table
 
 PAGE = "docs/results/multitask.md"
 TEMPLATE = "multitask.md"
@@ -19,11 +19,11 @@ def nearest(curve: list, iteration: float) -> tuple[int, float]:
 
 def row(record: dict, task: str, floors: dict) -> list[str]:
     """One task: joint best (own batches), single-task at about as many batches, single-task end, verdict,
-    chance."""
+    floor."""
     joint = record["runs"]["fully_joint"]
     batches = joint["best"]["_iteration"] / len(TASKS)
     value = joint["best"][task]
-    chance = num((floors.get(task) or {}).get("baseline"))
+    chance = floor_cell(floors.get(task))
     single = record["runs"].get(f"single:{task}")
     if single is None:
         return [TASKS[task], f"{num(value)} ({batches:.0f})", "not recorded", "not recorded", "-", chance]
@@ -31,7 +31,7 @@ def row(record: dict, task: str, floors: dict) -> list[str]:
     at, same = nearest(curve, batches)
     # the single-task curve up to the point compared; the joint curve to its end
     rising = [rising_until(curve, at), rising_until(joint["curves"][task])]
-    _, said = judge([same], [value], 0.0, floor=(floors.get(task) or {}).get("baseline"), rising=rising)
+    _, said = judge([same], [value], 0.0, floor=floor_of(floors.get(task)), rising=rising)
     return [TASKS[task], f"{num(value)} ({batches:.0f})", f"{num(same)} ({at})",
             f"{num(curve[-1][-1])} ({curve[-1][0]}, {num(single['minutes_at_last_validation'])} min)", said, chance]
 
@@ -41,7 +41,7 @@ def results_table(record: dict, floors: dict) -> str:
     rows = [row(record, task, floors) for task in TASKS]
     return table(["task", "fully joint, best checkpoint (own batches)", "single-task at about as many batches",
                   "single-task, end (iteration, minutes)", "joint - single: verdict (eval/verdict.py)",
-                  "chance"], rows, "lrrrlr")
+                  "floor (strongest trivial)"], rows, "lrrrll")
 
 
 def joint_facts(record: dict, prefix: str) -> dict[str, str]:
@@ -54,10 +54,10 @@ def joint_facts(record: dict, prefix: str) -> dict[str, str]:
 
 def values(floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/multitask.md."""
-    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    floors = floors if floors is not None else records.floors()
     early, recipe = records.load("multitask"), records.load("multitask_recipe")
     joint = recipe["runs"]["fully_joint"]["best"]
     return {"early_table": results_table(early, floors), "recipe_table": results_table(recipe, floors),
             **joint_facts(early, "early"), **joint_facts(recipe, "recipe"),
-            "recipe_sst": num(joint["sst"]), "sst_majority": num(floors["sst"]["majority"]),
-            "recipe_mwsc": num(joint["schema"]), "mwsc_floor": num(floors["schema"]["baseline"])}
+            "recipe_sst": num(joint["sst"]), "sst_majority": num(floors["sst"]["floors"]["constant answer"]),
+            "recipe_mwsc": num(joint["schema"]), "mwsc_floor": num(floors["schema"]["floor"])}

@@ -4,7 +4,7 @@ fp32 runs (this record's and the zero-shot models', docs/results/zero_shot_seeds
 from __future__ import annotations
 
 from experiments.results import records, zero_shot
-from experiments.results.render import interval, judge, mean_sd, num, table
+from experiments.results.render import floor_cell, floor_of, interval, judge, mean_sd, num, table
 
 PAGE = "docs/results/precision.md"
 TEMPLATE = "precision.md"
@@ -42,14 +42,14 @@ def verdict_table(record: dict, floors: dict) -> tuple[str, str]:
     rows, heads = [], []
     for task in METRIC:
         fp32, bf16, seeds = pairs(record, task)
-        floor = (floors.get(task) or {}).get("baseline")
+        floor = floor_of(floors.get(task))
         change, said = judge(fp32, bf16, 0.0, floor=floor, paired=True)
         head, _, why = said.partition(":")
         heads.append(f"{task} {head}")
-        rows.append([task, ", ".join(map(str, seeds)), mean_sd(fp32), mean_sd(bf16), interval(change),
-                     f"**{head}**" + (f":{why}" if why else "")])
-    return table(["task", "seeds", "fp32", "bf16", "bf16 - fp32 [95% paired interval]", "verdict (eval/verdict.py)"],
-                 rows, "llrrrl"), ", ".join(heads)
+        rows.append([task, ", ".join(map(str, seeds)), mean_sd(fp32), mean_sd(bf16), floor_cell(floors.get(task)),
+                     interval(change), f"**{head}**" + (f":{why}" if why else "")])
+    return table(["task", "seeds", "fp32", "bf16", "floor (strongest trivial)", "bf16 - fp32 [95% paired interval]",
+                  "verdict (eval/verdict.py)"], rows, "llrrlrl"), ", ".join(heads)
 
 
 def memory_table(record: dict) -> str:
@@ -102,7 +102,7 @@ def sst_spread(record: dict | None = None) -> str:
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/precision.md."""
     record = record or records.load("precision")
-    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    floors = floors if floors is not None else records.floors()
     out = {"date": record["date"], "torch": record["torch"], "source": record["source"],
            "machine": "; ".join(f"`{k}`: {records.describe_machine(m)}" for k, m in record["machines"].items()),
            "sst_runs": runs_table(record, "sst"),
@@ -116,4 +116,5 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
         out[f"{task}_speed"] = num(100 * (speed["bf16"] / speed["fp32"] - 1), 0, sign=True)
         out[f"{task}_seeds"] = str(len(pairs(record, task)[2]))
     out["srl_bf16_low"], out["srl_bf16_high"] = agreement_span(record, "srl", "bf16")
+    out["srl_floor"] = floor_cell(floors.get("srl"))
     return out

@@ -14,15 +14,16 @@ END = "<!-- end of results index -->"
 INDEX = (
     ("table2.md", "**Table 2 in miniature**: S2S, +SAtt, +CAtt, +QPtr single-task on SST, QA-SRL, WOZ, MWSC; "
                   "a verdict on every step: {{tally}}. MWSC figures lie at {{mwsc_low}}-{{mwsc_high}} against "
-                  "a {{mwsc_floor}} random-candidate floor."),
+                  "a {{mwsc_floor}} floor ({{mwsc_answerer}})."),
     ("table3.md", "**Table 3 in miniature**: fully joint, SQuAD-first and curriculum on a SQuAD-derived task plus "
-                  "four; verdicts: {{tally}} (squad_dev at {{squad_low}}-{{squad_high}} nF1, WOZ still rising)."),
+                  "four; verdicts: {{tally}} (squad_dev at {{squad_low}}-{{squad_high}} nF1 under its {{squad_floor}} "
+                  "floor, the context's {{squad_answerer}}; WOZ still rising)."),
     ("zero_shot.md", "**Zero-shot renamed labels**: {{verdict_summary}} Single-task SST models put the right new "
                      "label first for {{first_alone_su_low}}-{{first_alone_su_high}}% of reviews on "
                      "supportive/unsupportive but {{first_alone_ha_low}}-{{first_alone_ha_high}}% on happy/angry."),
     ("figure3.md", "**Figure 3**: the fully joint model's largest answer source is the paper's on {{same}} tasks."),
     ("precision.md", "**bf16 in quality**, paired by seed (SST {{sst_seeds}}, QA-SRL {{srl_seeds}}): verdicts "
-                     "{{verdicts}}. The SST recipe's spread between runs is {{sst_spread}}."),
+                     "{{verdicts}}; QA-SRL's floor {{srl_floor}}. The SST recipe's spread between runs is {{sst_spread}}."),
     ("glove_single_vs_joint.md", "**GloVe recipe, single-task vs fully joint** (issue 10): single-task best SST {{sst_best}} EM, "
                                  "WOZ {{woz_en_best}}, QA-SRL {{srl_best}} nF1, MWSC {{schema_best}} ({{mwsc_single_where}} "
                                  "its {{mwsc_floor}} floor); one run each."),

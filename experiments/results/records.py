@@ -65,3 +65,13 @@ def describe_machine(found: dict) -> str:
     gpu = f", GPU {found['gpu']}" if found["gpu"] else ""
     cpu = found["cpu"] or "CPU model not recorded"
     return f"{cpu}, {found['cores']} cores, {bf16}{gpu}"
+
+
+def floors(group: str = "validation") -> dict[str, dict]:
+    """{task: its floors} of docs/results/records/floors.json (experiments/floors.py): `group` "validation"
+    (every validation row) or "table3" (the first 500 rows, what Table 3's runs validated on). Each task:
+    {"floors": {answerer: value}, "floor": the highest, "answerer": which, "examples", "metric", ...}."""
+    found = load("floors")["sets"]
+    if group not in found:
+        raise RecordError(f"floors.json has no set {group!r} (it has {', '.join(found)}): rerun experiments/floors.py")
+    return found[group]

@@ -59,6 +59,18 @@ def mean_sd(values: Sequence[float], digits: int = 1) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
+def floor_cell(found: dict | None, digits: int = 1) -> str:
+    """A task's floor from floors.json: '50.9 (constant answer)'; '-' where the record has none."""
+    if not found:
+        return "-"
+    return f"{found['floor']:.{digits}f} ({found['answerer']})"
+
+
+def floor_of(found: dict | None) -> float | None:
+    """The value of a task's floor from floors.json (None where the record has none)."""
+    return None if not found else found["floor"]
+
+
 def interval(change: Interval, digits: int = 1) -> str:
     """'+1.2 [-0.3, +2.7]', or '+1.2 [unbounded]' when a side has one run."""
     if math.isinf(change.low) or math.isinf(change.high):
@@ -74,24 +86,24 @@ def rising_until(curve: Sequence[Sequence[float]], upto: float | None = None) ->
 
 
 def judge(before: Sequence[float], after: Sequence[float], paper: float, *, floor: float | None = None,
-          rising: Sequence[bool] = (), paired: bool = False, fails: bool = False) -> tuple[Interval, str]:
+          rising: Sequence[bool] = (), paired: bool = False) -> tuple[Interval, str]:
     """The change of the seed means (after - before) with its Welch interval (`paired`: the t interval of the
-    per-seed differences, the sides listed seed by seed), and eval/verdict.py's verdict with why: the side at
-    its floor, the rising curve, or the seeds when fewer than MIN_SEEDS. `fails` (opt-in until the pages are
-    regenerated): a side whose interval lies wholly below the floor "fails" rather than "not tested"."""
+    per-seed differences, the sides listed seed by seed), and eval/verdict.py's verdict with why: the side
+    wholly below its floor ("fails"), the side reaching it, the rising curve, or the seeds when fewer than
+    MIN_SEEDS. `floor`: the task's strongest trivial floor (docs/results/records/floors.json)."""
     if paired and len(before) != len(after):
         raise ValueError("paired sides need one value per seed each")
     change = seed_interval([b - a for a, b in zip(before, after)]) if paired else seed_difference(before, after)
     floors = [at_floor(seed_interval(side), floor) for side in (before, after)]
-    below = [below_floor(seed_interval(side), floor) for side in (before, after)] if fails else []
+    below = [below_floor(seed_interval(side), floor) for side in (before, after)]
     said = verdict(change, paper, floors=floors, rising=rising, below=below)
     reasons = []
     if said == FAILS:
-        reasons.append(f"a side's interval lies wholly below the {floor:.1f} chance baseline")
+        reasons.append(f"a side's interval lies wholly below the {floor:.1f} floor")
     elif any(floors):
         single = min(len(before), len(after)) < 2
-        reasons.append(f"one run a side gives no interval clear of the {floor:.1f} chance baseline" if single
-                       else f"a side's interval reaches the {floor:.1f} chance baseline")
+        reasons.append(f"one run a side gives no interval clear of the {floor:.1f} floor" if single
+                       else f"a side's interval reaches the {floor:.1f} floor")
     if any(rising):
         reasons.append("a validation curve still rising over the last third of its budget")
     if said == INCONCLUSIVE and min(len(before), len(after)) < MIN_SEEDS:

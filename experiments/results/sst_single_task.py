@@ -27,9 +27,9 @@ def values(record: dict | None = None, baseline: dict | None = None, floors: dic
     """The placeholders of templates/sst_single_task.md."""
     record = record or records.load("sst_single_task")
     baseline = baseline or records.load("sst_linear_baseline")
-    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    floors = floors if floors is not None else records.floors()
     curve, best, final = record["curve"], record["best"], record["final"]
-    majority = floors["sst"]["majority"]
+    majority = floors["sst"]["floors"]["constant answer"]
     plateau = [p[0] for p in curve if abs(p[2] - majority) < 0.05 or p[2] < majority]
     over = [p for p in curve if p[2] >= TARGET]
     linear_table, linear_best = linear(baseline)

@@ -14,7 +14,7 @@ from eval.stats import t_quantile
 from eval.verdict import still_rising
 from eval.compare import PAPER_TABLE2, TABLE2_NAMES, TABLE2_VARIANTS
 from experiments.results import records
-from experiments.results.render import judge, mean_sd, num, table
+from experiments.results.render import floor_cell, floor_of, judge, mean_sd, num, table
 
 PAGE = "docs/results/table2.md"
 TEMPLATE = "table2.md"
@@ -55,7 +55,7 @@ def rising(record: dict, task: str, variant: str) -> bool:
 
 
 def results_table(record: dict, floors: dict) -> str:
-    """Mean ± sd per task and variant (step change in brackets), seeds, the paper and the chance baseline."""
+    """Mean ± sd per task and variant (step change in brackets), seeds, the paper and the task's floor."""
     rows = []
     for task, label in TASKS.items():
         cells, prev = [], None
@@ -65,17 +65,9 @@ def results_table(record: dict, floors: dict) -> str:
             cells.append(mean_sd(values) + (f" ({mean - prev:+.1f})" if prev is not None else ""))
             prev = mean
         seeds = "/".join(str(len(cell_values(record, task, v))) for v in VARIANTS)
-        rows.append([label, *cells, seeds, " / ".join(num(x) for x in PAPER[task]), chance(floors.get(task))])
-    return table(["task", *(NAMES[v] for v in VARIANTS), "seeds", "paper (single-task)", "chance / majority"], rows,
-                 "l" + "r" * 5 + "ll")
-
-
-def chance(found: dict | None) -> str:
-    """The task's baseline cell: '50.0 (random candidate; majority 50.9)', or 'none (nF1)'."""
-    if not found or found["baseline"] is None:
-        return "none for this metric"
-    extra = f"; majority {found['majority']:.1f}" if found.get("majority") not in (None, found["baseline"]) else ""
-    return f"{found['baseline']:.1f} ({found['kind']}{extra})"
+        rows.append([label, *cells, seeds, " / ".join(num(x) for x in PAPER[task]), floor_cell(floors.get(task))])
+    return table(["task", *(NAMES[v] for v in VARIANTS), "seeds", "paper (single-task)", "floor (strongest trivial)"],
+                 rows, "l" + "r" * 5 + "ll")
 
 
 def steps(record: dict, floors: dict) -> tuple[str, Counter, dict[str, set[str]]]:
@@ -85,7 +77,7 @@ def steps(record: dict, floors: dict) -> tuple[str, Counter, dict[str, set[str]]
     for task, label in TASKS.items():
         if not any(r["task"] == task for r in record["runs"]):
             continue
-        floor = (floors.get(task) or {}).get("baseline")
+        floor = floor_of(floors.get(task))
         for before, after in zip(VARIANTS, VARIANTS[1:]):
             paper = PAPER[task][VARIANTS.index(after)] - PAPER[task][VARIANTS.index(before)]
             sides = [rising(record, task, v) for v in (before, after)]
@@ -140,7 +132,7 @@ def notes(by_task: dict[str, set[str]], task: str, when_untested: str) -> str:
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/table2.md."""
     record = record or records.load("table2")
-    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    floors = floors if floors is not None else records.floors()
     verdicts, tally, by_task = steps(record, floors)
     mwsc = [v for variant in VARIANTS for v in cell_values(record, "schema", variant)]
     its = record["iterations"]
@@ -155,8 +147,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
         "srl_note": notes(by_task, "srl", "Its steps compare how fast the variants start, not the converged "
                                           "models the paper compares."),
         "mwsc_low": num(min(mwsc)), "mwsc_high": num(max(mwsc)), "mwsc_n": str(len(mwsc)),
-        "mwsc_below": str(sum(v <= floors["schema"]["baseline"] for v in mwsc)),
-        "mwsc_above_examples": num((max(mwsc) - floors["schema"]["baseline"]) * floors["schema"]["examples"] / 100, 0),
-        "machine_check": machine_check(record),
-        "mwsc_floor": num(floors["schema"]["baseline"]), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record), "sst_runs": sst_runs(record),
+        "mwsc_below": str(sum(v <= floors["schema"]["floor"] for v in mwsc)),
+        "mwsc_above_examples": num((max(mwsc) - floors["schema"]["floor"]) * floors["schema"]["examples"] / 100, 0),
+        "machine_check": machine_check(record), "mwsc_answerer": floors["schema"]["answerer"],
+        "mwsc_floor": num(floors["schema"]["floor"]), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record), "sst_runs": sst_runs(record),
     }

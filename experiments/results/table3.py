@@ -8,7 +8,7 @@ from statistics import mean
 from deca.registry import DECANLP
 from eval.compare import PAPER_TABLE3
 from experiments.results import records
-from experiments.results.render import judge, mean_sd, num, table
+from experiments.results.render import floor_of, judge, mean_sd, num, table
 
 PAGE = "docs/results/table3.md"
 TEMPLATE = "table3.md"
@@ -38,28 +38,38 @@ def rising(record: dict, strategy: str, task: str) -> bool:
     return any(r["still_rising"].get(t) for r in record["runs"] if r["strategy"] == strategy for t in tasks)
 
 
+def floor(floors: dict, task: str) -> float | None:
+    """The floor of `task` on the rows Table 3 validated on; for "sum", the sum of the five tasks' floors (each
+    task's strongest trivial answerer, which together score that sum)."""
+    if task == "sum":
+        found = [floor_of(floors.get(t)) for t in TASKS]
+        return None if None in found else sum(found)
+    return floor_of(floors.get(task))
+
+
 def results_table(record: dict, floors: dict) -> str:
-    """Mean ± sd over seeds per strategy and task, the paper's row beside, and the chance row."""
+    """Mean ± sd over seeds per strategy and task, the paper's row beside, and the floor row."""
     rows = []
     for s in STRATEGIES:
         seeds = ", ".join(str(r["seed"]) for r in record["runs"] if r["strategy"] == s)
         paper = PAPER[s]
         rows.append([s, seeds, *(mean_sd(scores(record, s, t)) for t in (*TASKS, "sum")),
                      " / ".join(num(paper[t]) for t in TASKS) + f" = {num(sum(paper.values()))}"])
-    chance = [num((floors.get(t) or {}).get("baseline")) for t in TASKS]
-    rows.append(["chance (eval/verdict.py)", "", *chance, "", ""])
+    rows.append(["floor (strongest trivial answerer)", "", *(num(floor(floors, t)) for t in (*TASKS, "sum")),
+                 "; ".join(f"{t}: {floors[t]['answerer']}" for t in TASKS if t in floors)])
     return table(["strategy", "seeds", *TASKS, "sum of 5", "paper (same tasks; SQuAD for squad_dev)"], rows,
                  "ll" + "r" * (len(TASKS) + 1) + "l")
 
 
-def findings(record: dict) -> tuple[str, Counter]:
+def findings(record: dict, floors: dict) -> tuple[str, Counter]:
     """Each finding: the paper's change, the change of the means here [95% Welch interval], the verdict."""
     rows, tally = [], Counter()
     for s, task, text in FINDINGS:
         base, other = PAPER["fully_joint"], PAPER[s]
         paper = sum(other.values()) - sum(base.values()) if task == "sum" else other[task] - base[task]
         sides = [rising(record, side, task) for side in ("fully_joint", s)]
-        change, said = judge(scores(record, "fully_joint", task), scores(record, s, task), paper, rising=sides)
+        change, said = judge(scores(record, "fully_joint", task), scores(record, s, task), paper,
+                             floor=floor(floors, task), rising=sides)
         tally[said.split(":")[0]] += 1
         head, _, why = said.partition(":")
         rows.append([text, num(paper, sign=True), f"{change.value:+.1f} [{change.low:+.1f}, {change.high:+.1f}]",
@@ -79,8 +89,8 @@ def runs_table(record: dict) -> str:
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/table3.md."""
     record = record or records.load("table3")
-    floors = floors if floors is not None else records.load("baselines")["tasks"]
-    verdicts, tally = findings(record)
+    floors = floors if floors is not None else records.floors("table3")
+    verdicts, tally = findings(record, floors)
     squad = scores(record, "fully_joint", "squad_dev") + scores(record, "anti_curriculum", "squad_dev") \
         + scores(record, "curriculum", "squad_dev")
     woz = [r["scores"]["woz.en"] for r in record["runs"]]
@@ -92,4 +102,7 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
             "verdict_table": verdicts, "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),
             "runs_table": runs_table(record), "squad_low": num(min(squad)), "squad_high": num(max(squad)),
             "woz_low": num(min(woz)), "woz_high": num(max(woz)), "sum_gain": num(gain["sum"], sign=True),
-            "mwsc_gain": num(gain["schema"], sign=True), "mwsc_floor": num(floors["schema"]["baseline"])}
+            "mwsc_gain": num(gain["schema"], sign=True), "mwsc_floor": num(floors["schema"]["floor"]),
+            "mwsc_answerer": floors["schema"]["answerer"], "squad_floor": num(floors["squad_dev"]["floor"]),
+            "squad_answerer": floors["squad_dev"]["answerer"], "woz_floor": num(floors["woz.en"]["floor"]),
+            "sum_floor": num(floor(floors, "sum")), "val_rows": str(floors["sst"]["examples"])}

@@ -1,15 +1,17 @@
 """docs/results/transfer.md: Figure 4 in miniature (German→English from a four-task model against random
-initialization) from docs/results/transfer.json, with eval/verdict.py's verdict on "pretrained is better"."""
+initialization) from docs/results/transfer.json, with eval/verdict.py's verdict on "pretrained is better" and
+the floors of the same validation pairs (records/floors.json, set "transfer")."""
 from __future__ import annotations
 
 from statistics import mean
 
 from experiments.results import records
-from experiments.results.render import judge, num, table
+from experiments.results.render import floor_cell, floor_of, judge, num, table
 
 PAGE = "docs/results/transfer.md"
 TEMPLATE = "transfer.md"
 SHOWN = (250, 500, 1000, 1500, 2000, 2500)
+TASK = "iwslt_de_en"  # the custom task experiments/transfer_iwslt.py declares
 LAST = 750  # iterations at the end over which the BLEU is averaged
 PAPER = +1.0  # the paper's Figure 4: the pretrained model learns the new task better (direction only)
 
@@ -19,10 +21,12 @@ def at(points: list, iteration: int) -> float:
     return next(p[-1] for p in points if p[0] == iteration)
 
 
-def curve_table(runs: dict) -> str:
-    """BLEU and nF1 of both runs at the shown iterations."""
+def curve_table(runs: dict, floors: dict) -> str:
+    """BLEU and nF1 of both runs at the shown iterations, and the floor row (strongest trivial answerer)."""
     rows = [[i, num(at(runs["pretrained"]["curve"], i), 2), num(at(runs["pretrained"]["nf1"], i)),
              num(at(runs["random"]["curve"], i), 2), num(at(runs["random"]["nf1"], i))] for i in SHOWN]
+    bleu, nf1 = floor_cell(floors.get(TASK), 2), floor_cell(floors.get(f"{TASK} nf1"))
+    rows.append(["floor", bleu, nf1, bleu, nf1])
     return table(["iteration", "pretrained BLEU", "pretrained nF1", "random BLEU", "random nF1"], rows, "rrrrr")
 
 
@@ -32,17 +36,32 @@ def tail_bleu(run: dict) -> float:
     return mean(p[-1] for p in run["curve"] if p[0] > end - LAST)
 
 
-def values(record: dict | None = None) -> dict[str, str]:
+def ends(runs: dict, end: int, floor: float) -> dict[str, str]:
+    """Each run's BLEU at `end` and whether it is under, at or above the floor."""
+    out = {}
+    for key, name in (("pre", "pretrained"), ("rnd", "random")):
+        value = at(runs[name]["curve"], end)
+        out[f"{key}_end"] = num(value, 2)
+        out[f"{key}_where"] = "under" if value < floor else "at" if value == floor else "above"
+    return out
+
+
+def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/transfer.md."""
     record = record or records.load("transfer")
+    floors = floors if floors is not None else records.floors("transfer")
     runs = record["runs"]
     pre, rnd = tail_bleu(runs["pretrained"]), tail_bleu(runs["random"])
     end = max(p[0] for p in runs["pretrained"]["curve"])
-    _, said = judge([at(runs["random"]["curve"], end)], [at(runs["pretrained"]["curve"], end)], PAPER)
+    _, said = judge([at(runs["random"]["curve"], end)], [at(runs["pretrained"]["curve"], end)], PAPER,
+                     floor=floor_of(floors.get(TASK)))
     ahead = [i for k, i in enumerate(SHOWN)
              if all(at(runs["pretrained"]["curve"], j) > at(runs["random"]["curve"], j) for j in SHOWN[k:])]
     return {"train_pairs": f"{record['train_pairs']:,}", "validation": str(record["validation_examples"]),
-            "table": curve_table(runs), "last": str(LAST), "pre_tail": num(pre, 2), "rnd_tail": num(rnd, 2),
+            "table": curve_table(runs, floors), "floor_bleu": num(floor_of(floors[TASK]), 2),
+            "floor_nf1": num(floor_of(floors[f"{TASK} nf1"])), "floor_answerer": floors[TASK]["answerer"],
+            "copy_bleu": num(floors[TASK]["floors"]["copy the source"], 2),
+            **ends(runs, end, floor_of(floors[TASK])), "last": str(LAST), "pre_tail": num(pre, 2), "rnd_tail": num(rnd, 2),
             "ratio": num(pre / rnd, 1), "nf1_gap": num(at(runs["pretrained"]["nf1"], end) - at(runs["random"]["nf1"], end),
                                                        sign=True),
             "loss_pre": num(runs["pretrained"]["loss"][-1][1], 2), "loss_rnd": num(runs["random"]["loss"][-1][1], 2),

@@ -7,7 +7,7 @@ from statistics import mean
 
 from eval.stats import seed_interval
 from experiments.results import records
-from experiments.results.render import judge, mean_sd, num, table
+from experiments.results.render import floor_cell, floor_of, judge, mean_sd, num, table
 
 PAGE = "docs/results/zero_shot.md"
 TEMPLATE = "zero_shot.md"
@@ -46,7 +46,8 @@ def top_answers(group: dict, count: int = 3) -> str:
 
 
 def verdicts(groups: list[dict], floors: dict) -> tuple[str, list[str]]:
-    """Per group and renaming: as trained, renamed [95% t interval over the models], the change, the verdict."""
+    """Per group and renaming: as trained, renamed [95% t interval over the models], the renamed task's floor,
+    the change, the verdict (a renamed side wholly below its floor "fails")."""
     rows, heads = [], []
     for group in groups:
         found = models(group)
@@ -54,13 +55,13 @@ def verdicts(groups: list[dict], floors: dict) -> tuple[str, list[str]]:
         for task, name in RENAMED.items():
             renamed = [m[task]["em"] for _, m in found]
             side = seed_interval(renamed)
-            change, said = judge(trained, renamed, PAPER_DROP, floor=floors[task]["baseline"])
+            change, said = judge(trained, renamed, PAPER_DROP, floor=floor_of(floors[task]))
             head, _, why = said.partition(":")
             heads.append(head)
             rows.append([group["name"], name, num(mean(trained)), f"{num(side.value)} [{num(side.low)}, {num(side.high)}]",
-                         num(change.value, sign=True), f"**{head}**" + (f":{why}" if why else "")])
-    return table(["models", "renaming", "as trained", "renamed [95% interval]", "change", "verdict (eval/verdict.py)"],
-                 rows, "llrrrl"), heads
+                         floor_cell(floors[task]), num(change.value, sign=True), f"**{head}**" + (f":{why}" if why else "")])
+    return table(["models", "renaming", "as trained", "renamed [95% interval]", "floor", "change",
+                  "verdict (eval/verdict.py)"], rows, "llrrlrl"), heads
 
 
 def summary(heads: list[str]) -> str:
@@ -80,12 +81,13 @@ def span(groups: list[dict], name: str, task: str, key: str) -> tuple[str, str]:
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/zero_shot.md."""
     record = record or records.load("zero_shot")
-    floors = floors if floors is not None else records.load("baselines")["tasks"]
+    floors = floors if floors is not None else records.floors()
     groups = record["groups"]
     out = {"date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
            "source": record["source"], "verdict_table": verdicts(groups, floors)[0],
            "verdict_summary": summary(verdicts(groups, floors)[1]),
-           "chance": num(floors["sst.happy_angry"]["baseline"]), "majority": num(floors["sst.happy_angry"]["majority"])}
+           "floor": num(floors["sst.happy_angry"]["floor"]), "floor_answerer": floors["sst.happy_angry"]["answerer"],
+           "chance": num(floors["sst.happy_angry"]["floors"]["random candidate"])}
     for i, group in enumerate(groups):
         out[f"table_{i}"] = group_table(group)
         out[f"command_{i}"] = group["command"]

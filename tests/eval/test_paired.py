@@ -15,7 +15,8 @@ from eval import paired
 from eval.labels import TASK_LABELS
 from eval.stats import MAX_REPLICATES, MIN_REPLICATES
 from eval.api import score_task
-from eval.verdict import baseline, majority, random_candidate
+from eval.floors import majority, random_candidate
+from eval.verdict import baseline
 from eval.score import add_intervals, metrics_document
 
 
@@ -77,15 +78,21 @@ def test_records_without_statistics_name_the_line_and_the_fix(tmp_path, capsys):
     assert "error:" in capsys.readouterr().err
 
 
+def rows(answers, questions=None, contexts=None):
+    return [{"id": str(i), "answer": a, "answers": [a], "question": (questions or ["?"] * len(answers))[i],
+             "context": (contexts or ["x"] * len(answers))[i]} for i, a in enumerate(answers)]
+
+
 def test_baselines_from_the_data():
     assert majority(["positive", "negative", "positive", "positive"]) == 75.0
     questions = ["who was angry? the man or the dog?", "who ran? the cat or the dog?", "what is it? a or b?"]
     assert random_candidate(["the dog", "the cat", "c"], questions) is None  # 2 of 3 name their gold
     assert random_candidate(["the dog", "the cat"], questions[:2]) == 50.0
-    assert baseline("schema", ["the dog", "the cat"], questions[:2]) == 50.0
-    assert baseline("sst", ["positive", "negative", "negative"]) == pytest.approx(200 / 3)
-    assert baseline("squad", ["a", "b"]) is None  # nF1: no floor computed
-    assert baseline("multinli.in.out", [str(i) for i in range(50)]) is None  # not a classification
+    assert baseline("schema", rows(["the dog", "the cat"], questions[:2])) == 50.0
+    assert baseline("sst", rows(["positive", "negative", "negative"])) == pytest.approx(200 / 3)
+    # nF1 has a floor too: copying the context scores the answers it holds
+    squad = rows(["the red fox", "a dog"], contexts=["the red fox. it ran.", "a dog barked."])
+    assert baseline("squad", squad) > 50.0
 
 
 def test_score_task_keeps_statistics_and_intervals_reach_the_metrics_document():

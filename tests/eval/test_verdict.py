@@ -58,3 +58,22 @@ def test_a_step_not_significant_after_holm_is_not_reproduced():
 @pytest.mark.parametrize("outcome", [FAILS, UNDERPOWERED])
 def test_the_new_outcomes_are_verdicts(outcome):
     assert outcome in VERDICTS and OPPOSITE in VERDICTS and len(set(VERDICTS)) == 6
+
+
+def test_an_nf1_task_has_a_floor_from_its_rows_and_its_sides_are_judged_against_it():
+    """QA-SRL-like rows whose answer is the context's first sentence: copying it scores 100 nF1 on two rows
+    and 0 on two, a floor of 50 nF1. A side at 45-55 reaches it (not tested); a side at 20-30 lies under it
+    (fails); a side at 70-80 clears it and the change is judged."""
+    from eval.verdict import baseline
+
+    contexts = ["john ate . it was late .", "mary ran . she won .", "x y z", "a b c"]
+    answers = ["john ate", "mary ran", "nothing alike", "qqq"]
+    rows = [{"id": str(i), "context": c, "question": "who?", "answer": a, "answers": [a]}
+            for i, (c, a) in enumerate(zip(contexts, answers))]
+    floor = baseline("srl", rows)
+    assert floor == pytest.approx(50.0)
+    at, under, clear = Interval(50.0, 45.0, 55.0), Interval(25.0, 20.0, 30.0), Interval(75.0, 70.0, 80.0)
+    change = Interval(5.0, 1.0, 9.0)
+    judged = lambda a, b: verdict(change, 4.0, floors=[at_floor(s, floor) for s in (a, b)],  # noqa: E731
+                                  below=[below_floor(s, floor) for s in (a, b)])
+    assert judged(at, clear) == NOT_TESTED and judged(under, clear) == FAILS and judged(clear, clear) == REPRODUCED

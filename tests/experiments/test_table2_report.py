@@ -27,7 +27,10 @@ def test_claims_use_the_one_verdict_rule(tmp_path):
         ": not tested: a validation curve still rising over the last third of its budget")
     assert table2_report.verdict(best, "srl", "catt", rising) == "not run"
     assert table2_report.judge is judge  # the results pages' one rule, not a second copy
-    floors = {"schema": 50.0}  # MWSC below its random-candidate floor
+    floors = {"schema": 50.0}  # +SAtt reaches MWSC's floor, +CAtt lies wholly below it
     best[("schema", "satt")] = [48.0, 52.0, 47.0]
     assert table2_report.verdict(best, "schema", "catt", floors=floors).endswith(
-        ": not tested: a side's interval reaches the 50.0 chance baseline")
+        ": fails: a side's interval lies wholly below the 50.0 floor")
+    best[("schema", "catt")] = [49.0, 53.0, 48.0]
+    assert table2_report.verdict(best, "schema", "catt", floors=floors).endswith(
+        ": not tested: a side's interval reaches the 50.0 floor")

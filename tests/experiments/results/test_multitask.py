@@ -12,7 +12,7 @@ def test_rows_compare_at_about_as_many_batches_and_say_what_is_missing():
                                          "minutes_at_last_validation": 3.0}}}
     woz = multitask.row(record, "woz.en", {})
     assert woz[2] == "17.0 (100)" and woz[4].startswith("inconclusive")
-    assert multitask.row(record, "sst", {"sst": {"baseline": 50.0}})[2] == "not recorded"
+    assert multitask.row(record, "sst", {"sst": {"floor": 50.0, "answerer": "random candidate"}})[2] == "not recorded"
 
 
 def test_a_single_task_curve_still_rising_at_the_point_compared_makes_it_not_tested():

@@ -35,8 +35,8 @@ def test_judge_says_why_two_seeds_are_inconclusive():
 
 
 def test_judge_at_the_floor_is_not_tested_even_when_the_interval_excludes_zero():
-    _, said = judge([30.0, 30.2, 29.8], [45.0, 45.3, 44.9], paper=+5.0, floor=50.0)
-    assert said.startswith("not tested: a side's interval reaches the 50.0 chance baseline")
+    _, said = judge([48.0, 50.0, 52.0], [60.0, 60.3, 59.9], paper=+5.0, floor=50.0)
+    assert said.startswith("not tested: a side's interval reaches the 50.0 floor")
 
 
 def test_judge_rising_curve_is_not_tested():
@@ -56,9 +56,10 @@ def test_judge_paired_sees_a_steady_difference_that_welch_calls_inconclusive():
     assert said == "reproduced" and change.low > 0
 
 
-def test_judge_a_side_wholly_below_the_floor_fails_when_asked():
+def test_judge_a_side_wholly_below_the_floor_fails_and_one_reaching_it_is_not_tested():
     trained, renamed = [80.0, 82.0, 78.0], [10.0, 20.0, 30.0]
-    assert judge(trained, renamed, paper=0.0, floor=50.0)[1].startswith("not tested")  # the pages as they are
-    _, said = judge(trained, renamed, paper=0.0, floor=50.0, fails=True)
-    assert said == "fails: a side's interval lies wholly below the 50.0 chance baseline"
-    assert judge(trained, [45.0, 50.0, 55.0], paper=0.0, floor=50.0, fails=True)[1].startswith("not tested")
+    _, said = judge(trained, renamed, paper=0.0, floor=50.0)
+    assert said == "fails: a side's interval lies wholly below the 50.0 floor"
+    assert judge(trained, [45.0, 50.0, 55.0], paper=0.0, floor=50.0)[1] == (
+        "not tested: a side's interval reaches the 50.0 floor")
+    assert judge(trained, [70.0, 71.0, 72.0], paper=0.0, floor=50.0)[1] == "opposite"  # clear of it: judged

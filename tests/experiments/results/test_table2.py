@@ -49,10 +49,12 @@ def test_a_third_seed_joins_the_two_seeds_kept_only_as_mean_and_sd_exactly():
         table2.cell_values(found, "srl", "s2s")
 
 
-def test_every_step_has_a_verdict_and_the_floor_makes_mwsc_not_tested():
-    text, tally, _ = table2.steps(record(), {"schema": {"baseline": 50.0}})
+def test_every_step_has_a_verdict_and_the_floor_makes_mwsc_fail_or_not_tested():
+    text, tally, _ = table2.steps(record(), {"schema": {"floor": 50.0, "answerer": "first candidate"}})
     assert sum(tally.values()) == 3  # the record holds MWSC only: S2S->SAtt, SAtt->CAtt, CAtt->QPtr
-    assert tally == {"not tested": 3}
+    assert tally == {"fails": 3}  # S2S, +CAtt and +QPtr at 40-42, wholly below 50: every step has such a side
+    _, tally, _ = table2.steps(record(), {"schema": {"floor": 41.0, "answerer": "first candidate"}})
+    assert tally == {"not tested": 3}  # 40-42 reaches 41
 
 
 def test_without_a_floor_three_seeds_give_a_real_verdict():

@@ -16,7 +16,7 @@ def record(rising_woz: bool, squad_gain: float) -> dict:
 
 
 def test_a_clear_squad_gain_over_three_seeds_is_reproduced_and_a_rising_sum_not_tested():
-    text, tally = table3.findings(record(rising_woz=True, squad_gain=5.0))
+    text, tally = table3.findings(record(rising_woz=True, squad_gain=5.0), {})
     rows = text.splitlines()[2:]
     assert "**reproduced**" in rows[1]  # SQuAD first raises SQuAD
     assert rows[0].count("not tested") == 1 and rows[2].count("not tested") == 1  # the sums: WOZ rising
@@ -24,10 +24,25 @@ def test_a_clear_squad_gain_over_three_seeds_is_reproduced_and_a_rising_sum_not_
 
 
 def test_without_rising_curves_the_sum_gets_a_verdict():
-    _, tally = table3.findings(record(rising_woz=False, squad_gain=5.0))
+    _, tally = table3.findings(record(rising_woz=False, squad_gain=5.0), {})
     assert "not tested" not in tally
 
 
-def test_the_results_table_carries_the_chance_row():
-    text = table3.results_table(record(False, 0.0), {"sst": {"baseline": 50.0}, "schema": {"baseline": 50.0}})
-    assert "| chance (eval/verdict.py) |  | - | 50.0 | - | - | 50.0 |" in text
+def test_the_results_table_carries_the_floor_row_and_the_sum_s_floor():
+    floors = {t: {"floor": v, "answerer": a} for t, v, a in (("squad_dev", 9.6, "first sentence"),
+                                                             ("sst", 53.6, "constant answer"),
+                                                             ("srl", 28.1, "first sentence"),
+                                                             ("woz.en", 53.0, "no change of state"),
+                                                             ("schema", 50.0, "first candidate"))}
+    text = table3.results_table(record(False, 0.0), floors)
+    assert "| floor (strongest trivial answerer) |  | 9.6 | 53.6 | 28.1 | 53.0 | 50.0 | 194.3 | squad_dev: first" in text
+    row = table3.results_table(record(False, 0.0), {"sst": floors["sst"]}).splitlines()[-1]
+    assert [c.strip() for c in row.split("|")[3:9]] == ["-", "53.6", "-", "-", "-", "-"]  # no sum floor
+
+
+def test_a_squad_side_reaching_its_floor_is_not_tested():
+    floors = {"squad_dev": {"floor": 10.0, "answerer": "first sentence"}}  # fully joint's 9.9-10.1 reach it
+    text, tally = table3.findings(record(rising_woz=False, squad_gain=5.0), floors)
+    assert tally["not tested"] == 2 and "reaches the 10.0 floor" in text.splitlines()[3]
+    floors = {"squad_dev": {"floor": 60.0, "answerer": "first sentence"}}  # every side wholly below it
+    assert table3.findings(record(rising_woz=False, squad_gain=5.0), floors)[1]["fails"] == 2

@@ -1,14 +1,18 @@
-"""experiments/results/zero_shot.py: renamed-label EMs within reach of chance are 'not tested'."""
+"""experiments/results/zero_shot.py: renamed-label EMs within reach of the floor are 'not tested', wholly
+below it 'fails'."""
 from __future__ import annotations
 
 from experiments.results import zero_shot
 
 
-def test_every_committed_group_is_at_the_floor_so_none_tests_the_claim():
-    text, heads = zero_shot.verdicts(zero_shot.records.load("zero_shot")["groups"],
-                                     zero_shot.records.load("baselines")["tasks"])
-    assert heads and set(heads) == {"not tested"}
-    assert zero_shot.summary(heads).startswith("No group of models")
+def test_the_committed_groups_below_the_floor_fail():
+    """The Table 3 models answer 0.7-10 EM on both renamings and SST alone 43.0 [41.7, 44.3] on
+    supportive/unsupportive: wholly below the 50.9 majority floor, they fail; the others reach it."""
+    floors = zero_shot.records.floors()
+    text, heads = zero_shot.verdicts(zero_shot.records.load("zero_shot")["groups"], floors)
+    assert heads == ["not tested", "fails", "not tested", "not tested", "fails", "fails"]
+    assert "50.9 (constant answer)" in text
+    assert zero_shot.summary(heads) == "Verdicts: 3 fails, 3 not tested."
 
 
 def test_a_group_clear_of_the_floor_gets_a_verdict(monkeypatch):
@@ -16,7 +20,7 @@ def test_a_group_clear_of_the_floor_gets_a_verdict(monkeypatch):
     group = {"name": "g", "record": "x", "models": [["a", "a"], ["b", "b"], ["c", "c"]]}
     monkeypatch.setattr(zero_shot, "models", lambda g: [(k, {t: {"em": v["em"] + i * 0.1} for t, v in good.items()})
                                                          for i, k in enumerate("abc")])
-    floors = {t: {"baseline": 50.0} for t in zero_shot.RENAMED}
+    floors = {t: {"floor": 50.0, "answerer": "random candidate"} for t in zero_shot.RENAMED}
     _, heads = zero_shot.verdicts([group], floors)
     assert "not tested" not in heads
     assert zero_shot.summary(heads).startswith("Verdicts:")
