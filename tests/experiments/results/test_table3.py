@@ -32,10 +32,10 @@ def test_the_results_table_carries_the_floor_row_and_the_sum_s_floor():
     floors = {t: {"floor": v, "answerer": a} for t, v, a in (("squad_dev", 9.6, "first sentence"),
                                                              ("sst", 53.6, "constant answer"),
                                                              ("srl", 28.1, "first sentence"),
-                                                             ("woz.en", 53.0, "no change of state"),
+                                                             ("woz.en", 0.0, "constant answer"),
                                                              ("schema", 50.0, "first candidate"))}
     text = table3.results_table(record(False, 0.0), floors)
-    assert "| floor (strongest trivial answerer) |  | 9.6 | 53.6 | 28.1 | 53.0 | 50.0 | 194.3 | squad_dev: first" in text
+    assert "| floor (strongest trivial answerer) |  | 9.6 | 53.6 | 28.1 | 0.0 | 50.0 | 141.3 | squad_dev: first" in text
     row = table3.results_table(record(False, 0.0), {"sst": floors["sst"]}).splitlines()[-1]
     assert [c.strip() for c in row.split("|")[3:9]] == ["-", "53.6", "-", "-", "-", "-"]  # no sum floor
 
