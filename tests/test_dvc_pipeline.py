@@ -4,7 +4,7 @@ nothing, a one-task param change that reruns only that task's stages and what fo
 (a local directory set by infra/dvc/remote.sh): `dvc push`, a git clone that pulls and reruns nothing (and
 restores an older run from the run cache); two strategies side by side through DVC's queue, compared with
 `deca compare`; one of them moved by `dvc exp push/pull`; last, two `dvc exp run` at once in the one workspace
-(a known failure of DVC's, a strict xfail: bench/faults reports it as not handled).
+(a known failure of DVC's, a strict xfail: the fault bench's record reports it as not handled).
 
 One `dvc repro` of everything takes a few minutes on two cores; the tests below share it (module fixture)
 and run in file order.
@@ -136,6 +136,8 @@ def _digests(repo: Repo) -> dict[str, str]:
     return {p.relative_to(repo.path).as_posix(): hashlib.md5(p.read_bytes()).hexdigest() for p in files}
 
 
+@pytest.mark.fault("fault", "make run's run on a clean clone: as recorded, reproduced without --force",
+                   "issue 42: reproduce and lineage")
 def test_make_run_s_run_reproduces_on_a_clean_clone_without_force(repo, tmp_path):
     """The README's main flow, then its results committed and pushed: a clean clone (`git clone`, `dvc pull`)
     is as the run recorded (dvc.lock and eval/, which `make run` rewrote before `train` started, do not make
@@ -161,6 +163,8 @@ def test_make_run_s_run_reproduces_on_a_clean_clone_without_force(repo, tmp_path
     assert latest_run(other.path / "checkpoints") == other.path / "checkpoints" / "pipeline"
 
 
+@pytest.mark.fault("fault", "dvc exp run -S zigzag -S iterations=-5: checkpoints, params.yaml, dvc.lock unchanged",
+                   "issue 24: data loss")
 def test_a_refused_experiment_changes_nothing(repo):
     """`dvc exp run -S` with values the params check refuses stops at the validate stage, before any stage that
     reads params: the trained model (which `deca train --auto-resume` removed, as a finished run, before it
@@ -190,6 +194,7 @@ def _final_model(run_dir: Path) -> dict:
     return torch.load(last / "state.pt", map_location="cpu", weights_only=False)
 
 
+@pytest.mark.fault("fault", "dvc repro killed after a checkpoint continues from it", "earlier")
 def test_repro_killed_after_a_checkpoint_continues_from_it(repo):
     """Ctrl-C during `dvc repro` of the train stage, then `dvc repro`: the run continues from its checkpoint
     (not from iteration 0) and ends with the weights of the uninterrupted run; MLflow says KILLED, then FINISHED."""
@@ -295,6 +300,8 @@ def test_push_then_a_fresh_clone_pulls_and_reruns_nothing(repo, clone):
     assert "up to date" in clone.dvc("status").stdout
 
 
+@pytest.mark.fault("fault", "two experiments side by side through the queue (the README's way): both saved, no "
+                            "exec ref left", "issue 34: shutdown and concurrency")
 def test_two_strategies_side_by_side_through_the_queue_then_compare(repo, tmp_path):
     """The README's way to run experiments side by side: queued (`dvc exp run --queue`), then run by the queue,
     one at a time, each in its own copy of the repository (`dvc exp run --run-all -j 1`), with MLFLOW_TRACKING_URI
@@ -358,6 +365,8 @@ def test_an_experiment_goes_from_one_clone_to_the_other(repo, clone):
     assert "up to date" in clone.dvc("status").stdout  # every output of the experiment came from the remote
 
 
+@pytest.mark.fault("fault", "two dvc exp run at once in one workspace: the first is saved, no exec ref left",
+                   "issue 34: shutdown and concurrency")
 @pytest.mark.xfail(strict=True, reason="DVC's own: the second run's clean-up removes the first one's "
                                        "refs/exps/exec/EXEC_BASELINE (README: run experiments side by side "
                                        "through the queue)")
