@@ -75,7 +75,7 @@ def assert_nothing_left(tmp: Path, uri: str) -> None:
 @pytest.mark.fault(G, "deca train: disk full writing the first best model (torch.save, simulated ENOSPC)", ORIGIN)
 def test_a_full_disk_at_the_first_best_model(tmp_path, observed, monkeypatch):
     """The first best model (torch.save) fills the disk: torch's own error says neither the file nor why."""
-    from bench.support import tiny_model
+    from tests.support import tiny_model
     from mqan import checkpoint
 
     def work(run_dir: Path) -> None:

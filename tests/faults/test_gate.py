@@ -20,7 +20,7 @@ BOUNDS = "must be between 200 (enough resamples for the ends of a 95% interval) 
 
 def predictions(folder: Path, tasks: tuple[str, ...]) -> Path:
     """A `deca evaluate` predictions directory: one record per example of each task, 75% of them right."""
-    from bench.support import write_run
+    from tests.support import write_run
 
     correct = np.random.default_rng(0).random(N) < 0.75
     answers = ["positive" if i % 3 else "negative" for i in range(N)]

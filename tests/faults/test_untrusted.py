@@ -1,7 +1,7 @@
 """Files that could carry code or unbounded work (issue 34): a pickle payload planted in each file the
 project reads back (a run folder's state.pt and rank files, a checkpoint, the word-vector cache) must be
 refused in one line without running; a YAML alias bomb in a params file must be refused in under a second
-with bounded memory. The payload creates a folder when unpickled with code allowed (bench/support.py's
+with bounded memory. The payload creates a folder when unpickled with code allowed (tests/support.py's
 Planted); a test checks the folder is not there."""
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_a_planted_training_state_is_refused(tmp_path, observed, name):
     `dvc repro`'s auto-resume load in each worker, refuses it."""
     import torch
 
-    from bench.support import Planted
+    from tests.support import Planted
     from train.state import load_training_state
 
     run, marker = tmp_path / "checkpoint_000001", tmp_path / "ran"
@@ -56,7 +56,7 @@ def test_a_planted_training_state_is_refused(tmp_path, observed, name):
 def test_a_planted_checkpoint_is_refused(tmp_path, observed):
     import torch
 
-    from bench.support import Planted
+    from tests.support import Planted
 
     bad, marker = tmp_path / "evil.pt", tmp_path / "ran"
     torch.save({"format": "deca-mqan/2", "x": Planted(marker)}, bad)
@@ -71,7 +71,7 @@ def test_a_planted_vector_cache_is_refused(tmp_path, observed):
     """The word-vector cache (vectors.npy) replaced by an object array holding a payload: refused on opening."""
     import numpy as np
 
-    from bench.support import Planted
+    from tests.support import Planted
     from mqan.vectors import MATRIX, convert_text, open_source
 
     text = tmp_path / "v.txt"

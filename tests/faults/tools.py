@@ -113,7 +113,7 @@ def full_disk(*args, **kwargs):
 
 def tiny_checkpoint(tmp: Path) -> Path:
     """A tiny untrained MQAN saved as `deca train` saves its best model (vocabulary inside)."""
-    from bench.support import tiny_model
+    from tests.support import tiny_model
     from mqan.checkpoint import save_checkpoint
 
     return save_checkpoint(tmp / "model" / "model.pt", tiny_model())
@@ -121,7 +121,7 @@ def tiny_checkpoint(tmp: Path) -> Path:
 
 def processed(tmp: Path) -> Path:
     """A processed folder with tiny SST train and validation splits, and a vocabulary next to it."""
-    from bench.support import row, write_split
+    from tests.support import row, write_split
 
     out = tmp / "processed"
     for split in ("train", "validation"):
