@@ -2,7 +2,7 @@
 docs/results/scale.md): the command, the commit, the date, the machine (CPU model, cores, bf16 units, GPU:
 this_machine), the load average before and after, the bench's settings and its own figures (raw per-repeat
 timings and the ratios it prints). `commit` and `this_machine` are those of every record, the fault bench's
-(bench/faults/cli.py) and the experiments' run records (experiments/results/runs.py) too.
+(tests/faults/record.py) and the experiments' run records (experiments/results/runs.py) too.
 
     started = record.begin("bench.prepare")       # before the work: command, commit, date, machine, load
     record.write(path, started, settings, {"runs": ..., "ratios": ...})

@@ -4,9 +4,9 @@ One table says which of the project's packages each package may import (its own 
 the floor (deca) no module imports, even inside a function, one that imports it back (no cycle: deca.config
 is plain data under the checks, the registry and the custom tasks); ray and mlflow are imported only by the
 files listed below; no production function is over 60 lines. The scripts import one way (issue 43):
-experiments/ -> bench/ -> the production packages, never back, and neither imports tests/ (what they share with
-the tests is bench/support.py, which the tests import). No rule names an exception for a file: a file that
-needs another edge belongs in another package.
+experiments/ -> bench/ -> the production packages, never back, and neither imports tests/ (the fixtures the tests
+share are tests/support.py; no script uses them). No rule names an exception for a file: a file that needs
+another edge belongs in another package.
 """
 from __future__ import annotations
 
@@ -88,8 +88,8 @@ def one_way_breaches(root: Path = ROOT) -> dict[str, list[str]]:
 
 
 def test_the_scripts_import_one_way():
-    """Issue 43: neither bench/ nor experiments/ imports tests/ (what they share with the tests is in
-    bench/support.py), and bench/ never imports experiments/ (experiments/ may import bench/)."""
+    """Issue 43: neither bench/ nor experiments/ imports tests/, and bench/ never imports experiments/
+    (experiments/ may import bench/)."""
     assert one_way_breaches() == {}
 
 
@@ -99,7 +99,7 @@ def test_the_one_way_check_can_fail(tmp_path):
     lines = {"bench/untrusted.py": "def f():\n    from tests.payloads import Planted\n",
              "bench/gpu_pack.py": "def f():\n    from experiments import workdir\n",
              "experiments/runs.py": "import tests.eval.helpers\nfrom bench.record import commit\n",
-             "experiments/ok.py": "from bench.support import tiny_model\nimport bench.workdir\n"}
+             "experiments/ok.py": "from bench.record import commit\nimport bench.workdir\n"}
     for rel, text in lines.items():
         (tmp_path / rel).parent.mkdir(exist_ok=True)
         (tmp_path / rel).write_text(text, encoding="utf-8")

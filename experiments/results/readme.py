@@ -46,7 +46,7 @@ INDEX = (
                      "H200, kernels, launches and synchronisations per step; {{targets_met}} of issue 44's GPU "
                      "targets met."),
     ("scale.md", "**Scaling**: Beam workers, metric processes, Ray Train workers and Ray Serve replicas on 2 cores."),
-    ("reliability.md", "**Reliability**: the fault bench (`bench/faults/`, issues 12, 24 and 34): {{tally}}."),
+    ("reliability.md", "**Reliability**: the fault bench (`tests/faults/`, issues 12, 24, 34 and 42): {{tally}}."),
     ("serve_fairness.md", "**Serving fairness** (issue 34): while a call of 64 x 20,000 characters runs, "
                           "one-sentence calls wait p99 {{budget_p99}} with the token budget, {{ray_p99}} on Ray "
                           "Serve, {{unbudgeted_p99}} without the budget; target: {{verdict}}."),

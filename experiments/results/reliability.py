@@ -1,13 +1,57 @@
 """docs/results/reliability.md (`make results`): the fault bench's verdicts, from the record that
-`python -m bench.faults --record docs/results/records/reliability.json` writes (bench/faults/cli.py). The
-tables are those bench/faults prints (bench/faults/tables.py: group_tables, tally)."""
+`python -m pytest -m fault --fault-record docs/results/records/reliability.json` writes (tests/faults/record.py):
+a table per group headed by its count (group_tables), "N of M handled" (tally), the cases not handled and not
+run named. A case of the record is a dict with its group, name, origin, kind, test, verdict, evidence and
+seconds."""
 from __future__ import annotations
 
-from bench.faults.tables import cell, counts, group_tables, tally
 from experiments.results import records
 
 PAGE = "docs/results/reliability.md"
 TEMPLATE = "reliability.md"
+GROUPS = ("bad input", "fault", "load")  # the page's groups, in its order; a fault test's mark names one
+SHOWN = 150  # characters of evidence in a table cell
+WORD = {"handled": "handled", "not handled": "**NOT HANDLED**", "not run": "not run"}
+
+
+def cell(text: str) -> str:
+    """Text fit for a Markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "/")
+
+
+def row(case: dict) -> str:
+    """One case's table row: name, where it was found, verdict (slow cases say so), evidence, seconds."""
+    evidence = case["evidence"][:SHOWN] + ("..." if len(case["evidence"]) > SHOWN else "")
+    verdict = WORD[case["verdict"]] + (" (slow)" if case["kind"] == "slow" else "")
+    seconds = f"{case['seconds']:.1f}" if case["verdict"] != "not run" else "-"
+    return "| " + " | ".join(cell(c) for c in (case["name"], case["origin"], verdict, evidence, seconds)) + " |"
+
+
+def counts(cases: list[dict]) -> tuple[int, int, int]:
+    """(handled, run, not run) of `cases`."""
+    run = [c for c in cases if c["verdict"] != "not run"]
+    return sum(c["verdict"] == "handled" for c in run), len(run), len(cases) - len(run)
+
+
+def group_tables(cases: list[dict]) -> str:
+    """One Markdown table per group, headed by its count."""
+    parts = []
+    for group in GROUPS:
+        mine = [c for c in cases if c["group"] == group]
+        handled, run, left = counts(mine)
+        head = f"### {group}: {handled} of {run} handled" + (f", {left} not run" if left else "")
+        parts.append("\n".join([head, "", "| case | found | verdict | evidence | s |", "|---|---|---|---|---:|",
+                                *(row(c) for c in mine)]))
+    return "\n\n".join(parts)
+
+
+def tally(cases: list[dict]) -> str:
+    """'N of M handled', with the cases not handled and not run counted."""
+    handled, run, left = counts(cases)
+    text = f"{handled} of {run} cases handled"
+    if run - handled:
+        text += f" ({run - handled} not handled)"
+    return text + (f"; {left} cases not run" if left else "")
 
 
 def not_run(cases: list[dict]) -> str:
@@ -38,4 +82,16 @@ def values(record: dict | None = None) -> dict[str, str]:
             "slow_share": ", most of it the slow tests" if any(c["kind"] == "slow" and c["verdict"] != "not run"
                                                             for c in cases) else "",
             "cases": str(len(cases)), "tally": tally(cases), "tables": group_tables(cases),
-            "not_run": not_run(cases), "not_handled": not_handled(cases)}
+            "not_run": not_run(cases), "not_handled": not_handled(cases), "provenance": provenance(record)}
+
+
+def provenance(record: dict) -> str:
+    """Where the rows come from when this command did not make them (`converted_from`: the command and commit
+    whose rows the record keeps), else nothing."""
+    found = record.get("converted_from")
+    if not found:
+        return ""
+    return (f"\n- **Converted:** these rows are those of `{found['command']}` at commit `{found['commit']}` (the "
+            f"date, machine, load and minutes above are that run's), carried over when its cases became these tests "
+            f"without changing what they check; the command above has not yet been run over all of them, and "
+            f"its next run replaces the record.")

@@ -55,6 +55,7 @@ def test_a_bug_is_not_hidden(monkeypatch):
         main(["ls"])
 
 
+@pytest.mark.fault("fault", "Ctrl-C during deca prepare: exit 130, no staging folder", "earlier")
 @pytest.mark.slow
 def test_ctrl_c_during_prepare(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from deca.metric_logging import TrackingServerDown, check_server
-from bench.faults.odd_input import NotMLflow  # another web server: the fault bench's
+from tests.faults.tools import NotMLflow  # another web server: the fault tests'
 
 
 def closed_port() -> int:

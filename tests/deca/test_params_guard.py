@@ -108,6 +108,8 @@ Path("other.txt").write_text("done\\n")
 """
 
 
+@pytest.mark.fault("fault", "params.yaml rewritten between two stages of a real dvc repro (a second dvc exp "
+                            "run's -S)", "issue 42: params")
 @pytest.mark.slow
 def test_dvc_repro_stops_at_the_stage_after_params_yaml_changed(tmp_path):
     """A real `dvc repro`: params.yaml changed between two stages; the later stage refuses in one line, DVC

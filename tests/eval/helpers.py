@@ -1,4 +1,4 @@
-"""Prediction files for scoring tests; tiny processed splits (row, write_split) are bench/support.py's."""
+"""Prediction files for scoring tests; tiny processed splits (row, write_split) are tests/support.py's."""
 from __future__ import annotations
 
 import json

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.support import row
+from tests.support import row
 from deca.registry import DECANLP
 from eval.api import PredictionMismatch, decascore, score_task
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.support import write_run
+from tests.support import write_run
 from deca.config import RegisterConfig
 from deca.errors import ConfigError, DataError
 from eval.gate import ACCEPT, evidence, margin_of, refusal

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from bench.support import write_run
+from tests.support import write_run
 from deca.cli import main
 from deca.errors import DataError
 from deca.registry import DECANLP

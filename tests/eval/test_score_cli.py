@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.support import row, write_split
+from tests.support import row, write_split
 from deca.cli import main
 from tests.eval.helpers import write_predictions
 

@@ -316,6 +316,11 @@ def test_bad_requests_and_params_are_refused_in_one_line_before_the_model_runs()
     assert checked_input([good], {"batch_size": 2, "max_answer_length": 3})[1:] == (3, 2)
 
 
+@pytest.mark.fault("bad input", "mlflow models serve: an empty context, a missing question, a 20,001-character "
+                                "context", "issue 42: MLflow serving")
+@pytest.mark.fault("bad input", "mlflow models serve: params max_answer_length 0 and batch_size -1",
+                   "issue 42: MLflow serving")
+@pytest.mark.fault("bad input", "mlflow models serve: a JSON body nested 100,000 deep", "issue 42: MLflow serving")
 @pytest.mark.slow
 def test_mlflow_models_serve_answers_as_deca_predict(logged, project, in_project, tmp_path, capsys):
     from tests.infra.processes import VENV_BIN, Daemon, answers, child_env, free_port, wait_for

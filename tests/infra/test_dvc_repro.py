@@ -75,6 +75,8 @@ def _digests(repo: Repo) -> dict[str, str]:
     return {p.relative_to(repo.path).as_posix(): hashlib.md5(p.read_bytes()).hexdigest() for p in files}
 
 
+@pytest.mark.fault("fault", "make run's run on a clean clone: as recorded, reproduced without --force",
+                   "issue 42: reproduce and lineage")
 def test_make_run_s_run_reproduces_on_a_clean_clone_without_force(repo, tmp_path):
     """The README's main flow, then its results committed and pushed: a clean clone (`git clone`, `dvc pull`)
     is as the run recorded (dvc.lock and eval/, which `make run` rewrote before `train` started, do not make
@@ -100,6 +102,8 @@ def test_make_run_s_run_reproduces_on_a_clean_clone_without_force(repo, tmp_path
     assert latest_run(other.path / "checkpoints") == other.path / "checkpoints" / "pipeline"
 
 
+@pytest.mark.fault("fault", "dvc exp run -S zigzag -S iterations=-5: checkpoints, params.yaml, dvc.lock unchanged",
+                   "issue 24: data loss")
 def test_a_refused_experiment_changes_nothing(repo):
     """`dvc exp run -S` with values the params check refuses stops at the validate stage, before any stage that
     reads params: the trained model (which `deca train --auto-resume` removed, as a finished run, before it
@@ -129,6 +133,7 @@ def _final_model(run_dir: Path) -> dict:
     return torch.load(last / "state.pt", map_location="cpu", weights_only=False)
 
 
+@pytest.mark.fault("fault", "dvc repro killed after a checkpoint continues from it", "earlier")
 def test_repro_killed_after_a_checkpoint_continues_from_it(repo):
     """Ctrl-C during `dvc repro` of the train stage, then `dvc repro`: the run continues from its checkpoint
     (not from iteration 0) and ends with the weights of the uninterrupted run; MLflow says KILLED, then FINISHED."""

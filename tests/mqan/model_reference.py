@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from bench.support import VOCAB, tiny_model
+from tests.support import VOCAB, tiny_model
 from tests.mqan.test_model import ALL, random_rows
 from mqan.batch import collate
 

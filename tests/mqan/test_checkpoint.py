@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from bench.support import GEN, OOV, VOCAB, tiny_cfg, tiny_model
+from tests.support import GEN, OOV, VOCAB, tiny_cfg, tiny_model
 from deca.errors import DataError
 from tests.mqan.test_model import random_rows
 from mqan.batch import collate
@@ -39,7 +39,7 @@ def test_refuses_another_vocabulary(tmp_path):
 
 
 def test_loading_is_weights_only(tmp_path):
-    from bench.support import Planted
+    from tests.support import Planted
 
     bad, marker = tmp_path / "evil.pt", tmp_path / "ran"
     torch.save({"format": "deca-mqan/2", "x": Planted(marker)}, bad)

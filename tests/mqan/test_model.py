@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.support import GEN, OOV, VOCAB, tiny_cfg, tiny_model
+from tests.support import GEN, OOV, VOCAB, tiny_cfg, tiny_model
 from deca.config import ModelConfig
 from mqan.batch import collate
 from mqan.model import VARIANTS, build_model, count_parameters

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from bench.support import VOCAB, tiny_model
+from tests.support import VOCAB, tiny_model
 from deca.errors import ConfigError
 from tests.mqan.test_model import ALL, random_rows
 from mqan import precision

@@ -3,7 +3,7 @@ chooses, and a host check every few steps gives the same result as a check every
 import pytest
 import torch
 
-from bench.support import VOCAB, tiny_model
+from tests.support import VOCAB, tiny_model
 from tests.mqan.test_model import ALL, random_rows
 from mqan import static_decode, syncs
 from mqan.batch import collate

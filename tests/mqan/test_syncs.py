@@ -7,7 +7,7 @@ says the same (the CUDA test, skipped here without one; bench/gpu_check.sh runs 
 import pytest
 import torch
 
-from bench.support import VOCAB, tiny_model
+from tests.support import VOCAB, tiny_model
 from tests.mqan.test_model import random_rows
 from mqan import mixture, static_decode, syncs
 from mqan.batch import collate

@@ -79,7 +79,7 @@ def test_corrupt_converted_matrix_is_refused(tmp_path):
 def test_a_planted_payload_in_the_vector_cache_is_refused_and_never_runs(tmp_path, kind):
     import pickle
 
-    from bench.support import Planted
+    from tests.support import Planted
 
     folder = convert_text(write(tmp_path / "v.txt", ["a 1 1", "b 2 2"]), tmp_path / "c")
     marker = tmp_path / "ran"

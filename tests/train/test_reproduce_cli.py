@@ -69,6 +69,8 @@ def in_root(reused, monkeypatch):
     return reused
 
 
+@pytest.mark.fault("fault", "deca reproduce models:/NAME/1 after a later run reused its folder: the version's run",
+                   "issue 42: reproduce and lineage")
 @pytest.mark.parametrize("how", ["version", "run id"])
 def test_a_version_or_a_run_id_is_the_run_that_trained_it_not_the_folder_named_after_it(in_root, how, capsys):
     _, first, _ = in_root
@@ -94,6 +96,8 @@ def test_the_recorded_weights_are_the_model_the_version_logged(in_root, checkpoi
     assert recorded_weights(source, tmp_path).read_bytes() == Path(checkpoint).read_bytes()
 
 
+@pytest.mark.fault("bad input", "deca reproduce with a changed code file: listed, refused in one line without "
+                                "--force", "issue 42: reproduce and lineage")
 def test_the_pipeline_s_own_outputs_are_no_difference_and_code_is(in_root, capsys):
     root = in_root[0]
     lock = yaml.safe_load((root / "dvc.lock").read_text())

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.support import Planted
+from tests.support import Planted
 from deca.errors import DataError
 from deca.layout import PACKAGES
 

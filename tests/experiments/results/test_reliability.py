@@ -1,11 +1,9 @@
-"""experiments/results/reliability.py: the fault bench's page from its record: a table per group with its
-count (bench/faults/tables.py, as bench/faults prints it), the cases not handled and not run named, and the
-committed record complete."""
+"""experiments/results/reliability.py: the fault bench's page from its record (tests/faults/record.py writes it):
+a table per group with its count, the cases not handled and not run named, and the committed record complete."""
 from __future__ import annotations
 
-from bench.faults import tables
-from bench.faults.case import GROUPS
 from experiments.results import records, reliability
+from experiments.results.reliability import GROUPS
 
 
 def case(group: str, name: str, verdict: str, kind: str = "fast", evidence: str = "x") -> dict:
@@ -14,27 +12,27 @@ def case(group: str, name: str, verdict: str, kind: str = "fast", evidence: str 
 
 
 CASES = [case("bad input", "a | b", "handled", evidence="error: y" * 40), case("fault", "c", "not handled"),
-         case("fault", "d", "not run", "slow", "tests/t.py::test_d (not run: --skip t.py)"),
+         case("fault", "d", "not run", "slow", "deselected (-m 'fault and not slow')"),
          case("load", "e", "handled", "slow")]
 
 
 def test_each_group_is_counted_over_the_cases_run():
-    text = tables.group_tables(CASES)
+    text = reliability.group_tables(CASES)
     assert "### bad input: 1 of 1 handled" in text and "### fault: 0 of 1 handled, 1 not run" in text
     assert "| a / b | issue 34 | handled | " + "error: y" * 18 + "error:... | 1.2 |" in text
     assert "| c | issue 34 | **NOT HANDLED** | x | 1.2 |" in text and "| d | issue 34 | not run (slow) |" in text
     assert "| e | issue 34 | handled (slow) | x | 1.2 |" in text
-    assert tables.tally(CASES) == "2 of 3 cases handled (1 not handled); 1 slow cases not run"
-    assert tables.tally(CASES[:1]) == "1 of 1 cases handled"
+    assert reliability.tally(CASES) == "2 of 3 cases handled (1 not handled); 1 cases not run"
+    assert reliability.tally(CASES[:1]) == "1 of 1 cases handled"
 
 
 def test_the_page_names_what_was_not_handled_and_not_run():
-    record = {"command": "python -m bench.faults", "date": "2026-11-27 00:00 UTC", "commit": "abc", "dirty": True,
+    record = {"command": "python -m pytest -m fault", "date": "2026-11-27 00:00 UTC", "commit": "abc", "dirty": True,
               "machine": "m", "machines": {"m": {"cpu": "X", "cores": 2, "bf16_units": False, "gpu": None}},
               "load": {"before": [1.0, 0.5, 0.25], "after": [2, 1, 0.5]}, "minutes": 3.14, "cases": CASES}
     got = reliability.values(record)
     assert got["not_handled"] == "- **c** (issue 34): x"
-    assert got["not_run"] == "  - d: tests/t.py::test_d (not run: --skip t.py)"
+    assert got["not_run"] == "  - d: deselected (-m 'fault and not slow')"
     assert got["commit"] == "abc with uncommitted changes" and got["minutes"] == "3.1"
     assert got["load_before"] == "1, 0.5, 0.25" and got["slow_share"] == ", most of it the slow tests"
     assert got["machine"] == "X, 2 cores, without bf16 units"

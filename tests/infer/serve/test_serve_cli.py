@@ -97,6 +97,8 @@ def test_deca_serve_process_answers_and_stops_on_ctrl_c(checkpoint):
     assert "Traceback" not in "".join(lines)
 
 
+@pytest.mark.fault("fault", "SIGTERM to deca serve with 5 calls in flight: all answered, exit 0",
+                   "issue 34: shutdown and concurrency")
 @pytest.mark.slow
 def test_sigterm_answers_the_calls_in_flight_and_exits_0(checkpoint):
     """SIGTERM (a service manager stopping the server): calls in flight are answered, then exit status 0."""
@@ -179,6 +181,9 @@ def new_calls_refused(url: str, within: float) -> str:
         time.sleep(0.1)
 
 
+@pytest.mark.fault("fault", "SIGTERM to deca serve --grace-s 3 with 4 heavy calls and a small one in flight: the "
+                            "small one answered, the rest 503 with Retry-After, listener closed, exit 0",
+                   "issue 42: serving drains")
 @pytest.mark.slow
 def test_sigterm_answers_what_finishes_in_the_grace_and_503s_the_rest(checkpoint):
     """Issue 42: SIGTERM with 4 heavy calls (64 long contexts each, far more than --grace-s 3 of work on any machine
@@ -216,6 +221,9 @@ def test_sigterm_answers_what_finishes_in_the_grace_and_503s_the_rest(checkpoint
     assert "Traceback" not in "".join(lines), "".join(lines)
 
 
+@pytest.mark.fault("fault", "SIGTERM to deca serve --ray --replicas 2 with 5 calls in flight: each answered or "
+                            "503 with Retry-After, none dropped, exit 0",
+                   "issue 42: serving drains")
 @pytest.mark.slow
 def test_sigterm_to_ray_serve_drains_both_replicas_and_exits_0(checkpoint):
     """Issue 42: SIGTERM to `deca serve --ray --replicas 2 --grace-s 3` with 4 heavy calls and a one-sentence

@@ -2,12 +2,10 @@
 "no space left" with the path and the fix, in one line, and leaves nothing partial: no run folder when no
 checkpoint was registered, no MLflow run RUNNING, no half-written evaluation (the previous one whole).
 
-The fast cases inject ENOSPC where the real write fails: in a file torch.save writes, in Ray Train's copy of
-a checkpoint (pyarrow), in MLflow's copy into its artifact store, in the charts of `deca evaluate`. The
-training runs in this process up to Ray (bench/faults/training.py's no_ray); the worker's part runs here too
-and its error reaches the driver as Ray hands it over: pickled, in a WorkerGroupError. The slow cases fill a
-real tmpfs (tests/bench/test_diskfull.py).
-"""
+ENOSPC is injected where the real write fails: in a file torch.save writes, in Ray Train's copy of a checkpoint
+(pyarrow), in MLflow's copy into its artifact store, in the charts of `deca evaluate`. The training runs in this
+process up to Ray (tools.no_ray); the worker's part runs here too and its error reaches the driver as Ray hands
+it over: pickled, in a WorkerGroupError. tests/faults/test_real_disk.py fills a real tmpfs (slow)."""
 from __future__ import annotations
 
 import contextlib
@@ -16,12 +14,12 @@ import pickle
 from pathlib import Path
 from typing import Callable, Iterator
 
-from bench.faults.case import Case, must, patched
-from bench.faults.tools import ENOSPC, empty_dirs, full_disk, processed, refused, run_cli, tiny_checkpoint
-from bench.faults.training import RUN, no_ray, statuses, train_argv
+import pytest
 
-ORIGIN = "issue 42: disk full"
-SLOW = "tests/bench/test_diskfull.py::"
+from tests.faults.tools import (ENOSPC, RUN, empty_dirs, full_disk, no_ray, patched, processed, refused, run_cli,
+                                statuses, tiny_checkpoint, train_argv)
+
+G, ORIGIN = "fault", "issue 42: disk full"
 
 
 class FullFile:
@@ -63,38 +61,37 @@ def worker(tmp: Path, work: Callable[[Path], None]) -> Iterator[str]:
         yield uri
 
 
-def nothing_left(tmp: Path, uri: str) -> None:
+def assert_nothing_left(tmp: Path, uri: str) -> None:
     """No run folder, no empty folder but train.storage_dir (a configured place, like eval/) and the FAILED MLflow
     run's artifact folder (MLflow's), the MLflow run FAILED."""
     storage = tmp / "checkpoints"
     run_dir = storage / RUN
-    must(not run_dir.exists(), f"the run folder was left: {sorted(p.name for p in run_dir.rglob('*'))}"
-         if run_dir.exists() else "")
+    assert not run_dir.exists(), f"the run folder was left: {sorted(p.name for p in run_dir.rglob('*'))}"
     left = [d for d in empty_dirs(tmp) if Path(d) != storage and not Path(d).is_relative_to(tmp / "mlruns")]
-    must(not left, f"empty folders left: {left}")
-    must(statuses(uri).get(RUN) == "FAILED", f"the MLflow run is {statuses(uri).get(RUN)}, not FAILED")
+    assert not left, f"empty folders left: {left}"
+    assert statuses(uri).get(RUN) == "FAILED", f"the MLflow run is {statuses(uri).get(RUN)}, not FAILED"
 
 
-def best_model_on_a_full_disk(tmp: Path) -> str:
+@pytest.mark.fault(G, "deca train: disk full writing the first best model (torch.save, simulated ENOSPC)", ORIGIN)
+def test_a_full_disk_at_the_first_best_model(tmp_path, observed, monkeypatch):
     """The first best model (torch.save) fills the disk: torch's own error says neither the file nor why."""
-    from bench.support import tiny_model
+    from tests.support import tiny_model
     from mqan import checkpoint
 
     def work(run_dir: Path) -> None:
-        checkpoint.open = FullFile  # the module's open(): the built-in one otherwise
-        try:
+        with monkeypatch.context() as m:
+            m.setattr(checkpoint, "open", FullFile, raising=False)  # the module's open(): the built-in one otherwise
             checkpoint.save_checkpoint(run_dir / "best" / "model.pt", tiny_model())
-        finally:
-            del checkpoint.open
 
-    with worker(tmp, work) as uri:
-        line = refused(train_argv(tmp), f"no space left on the device of {tmp / 'checkpoints' / RUN / 'best'}",
+    with worker(tmp_path, work) as uri:
+        line = refused(train_argv(tmp_path), f"no space left on the device of {tmp_path / 'checkpoints' / RUN / 'best'}",
                        "set train.storage_dir", "the run folder")
-    nothing_left(tmp, uri)
-    return line
+    assert_nothing_left(tmp_path, uri)
+    observed(line)
 
 
-def checkpoint_copy_on_a_full_disk(tmp: Path) -> str:
+@pytest.mark.fault(G, "deca train: disk full while Ray Train copies the first checkpoint (simulated ENOSPC)", ORIGIN)
+def test_a_full_disk_at_ray_s_checkpoint_copy(tmp_path, observed):
     """Ray Train's copy of the first checkpoint into the run folder fills the disk (pyarrow names no file)."""
     import ray.train
 
@@ -104,61 +101,44 @@ def checkpoint_copy_on_a_full_disk(tmp: Path) -> str:
         (run_dir / "checkpoint_00000002").mkdir()  # what Ray had copied: cut off, never registered
         (run_dir / "checkpoint_00000002" / "state.pt").write_bytes(b"cut off")
         with patched(ray.train, "report", full_disk):
-            report_to_ray({}, tmp, 2, run_dir=run_dir)
+            report_to_ray({}, tmp_path, 2, run_dir=run_dir)
 
-    with worker(tmp, work) as uri:
-        line = refused(train_argv(tmp), f"no space left on the device of {tmp / 'checkpoints' / RUN}"
-                                        "/checkpoint_00000002", "set train.storage_dir", "the run folder")
-    nothing_left(tmp, uri)
-    return line
+    with worker(tmp_path, work) as uri:
+        line = refused(train_argv(tmp_path), f"no space left on the device of {tmp_path / 'checkpoints' / RUN}"
+                                             "/checkpoint_00000002", "set train.storage_dir", "the run folder")
+    assert_nothing_left(tmp_path, uri)
+    observed(line)
 
 
-def artifact_store_full(tmp: Path) -> str:
+@pytest.mark.fault(G, "deca train: MLflow's artifact store full at the start (simulated ENOSPC)", ORIGIN)
+def test_a_full_artifact_store(tmp_path, observed):
     """MLflow's artifact store (mlruns) is full when `deca train` logs the run's config: named, the run FAILED."""
     import shutil
 
-    with no_ray(tmp, []) as uri, patched(shutil, "copyfileobj", full_disk):
-        line = refused(train_argv(tmp), "config/params.yaml: No space left on device",
+    with no_ray(tmp_path, []) as uri, patched(shutil, "copyfileobj", full_disk):
+        line = refused(train_argv(tmp_path), "config/params.yaml: No space left on device",
                        "fix: free space on the disk that holds")
-    nothing_left(tmp, uri)
-    return line
+    assert_nothing_left(tmp_path, uri)
+    observed(line)
 
 
-def evaluate_fills_the_disk(tmp: Path) -> str:
+@pytest.mark.fault(G, "deca evaluate over an earlier evaluation: disk full at a chart (simulated ENOSPC)", ORIGIN)
+def test_evaluate_filling_the_disk_keeps_the_earlier_evaluation(tmp_path, observed):
     """`deca evaluate --out DIR` over an earlier evaluation; the disk fills at the second chart, after the
     predictions, metrics and report are written: named with the fix, the earlier evaluation whole."""
     from deca.io import atomic_write
     from infer import evaluate
 
-    data, out, model = processed(tmp), tmp / "eval", tiny_checkpoint(tmp)
+    data, out, model = processed(tmp_path), tmp_path / "eval", tiny_checkpoint(tmp_path)
     argv = ["evaluate", "--checkpoint", str(model), "--tasks", "sst", "--out", str(out), "--set",
             f"data.processed_dir={data}", "--device", "cpu", "--no-mlflow", "--no-progress"]
     code, _, err = run_cli(argv)
-    must(code == 0, f"the first evaluation failed: {err.strip()[-200:]}")
+    assert code == 0, f"the first evaluation failed: {err.strip()[-200:]}"
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     with patched(evaluate, "figure3_chart", lambda scored, path: atomic_write(path, full_disk)):
         line = refused(argv + ["--max-examples", "2"], f"{out / 'report' / 'figure3.png'}: {ENOSPC}",
                        f"fix: free space on the disk that holds {out / 'report'}")
     after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    must(after == before, f"the earlier evaluation changed: {sorted(str(p) for p in set(after) ^ set(before))} "
-                          f"{sorted(str(p) for p in before if after.get(p) != before[p])}")
-    return line
-
-
-def cases() -> list[Case]:
-    """A full disk during training and evaluation."""
-    g = "fault"
-    return [
-        Case(g, "deca train: disk full writing the first best model (torch.save, simulated ENOSPC)", ORIGIN,
-             best_model_on_a_full_disk),
-        Case(g, "deca train: disk full while Ray Train copies the first checkpoint (simulated ENOSPC)", ORIGIN,
-             checkpoint_copy_on_a_full_disk),
-        Case(g, "deca train: MLflow's artifact store full at the start (simulated ENOSPC)", ORIGIN,
-             artifact_store_full),
-        Case(g, "deca evaluate over an earlier evaluation: disk full at a chart (simulated ENOSPC)", ORIGIN,
-             evaluate_fills_the_disk),
-        Case(g, "disk full on a real 3 MB tmpfs as train.storage_dir: the best model, Ray's checkpoint copy", ORIGIN,
-             test=SLOW + "test_a_real_full_disk_during_training_is_named_and_leaves_no_run_folder"),
-        Case(g, "disk full on a real 1 MB tmpfs: deca evaluate --out, before and while writing", ORIGIN,
-             test=SLOW + "test_a_real_full_disk_during_evaluate_is_named_and_leaves_nothing"),
-    ]
+    assert after == before, f"the earlier evaluation changed: {sorted(str(p) for p in set(after) ^ set(before))} " \
+                            f"{sorted(str(p) for p in before if after.get(p) != before[p])}"
+    observed(line)

@@ -1,9 +1,7 @@
-"""The fixtures the script wing and the tests share, written once (issue 43): a tiny MQAN and its vocabulary,
-a planted pickle payload, tiny processed splits and a `deca evaluate` predictions directory.
-
-The fault bench (bench/faults/) builds its inputs with them and the tests under tests/ import them from
-here: tests may import bench/, bench/ never imports tests/ (tests/test_layout.py). Only what both sides use
-lives here; a helper only the tests use stays in tests/. Heavy libraries (torch, pyarrow) are imported by the
+"""The fixtures the tests share, written once (issue 43): a tiny MQAN and its vocabulary, a planted pickle
+payload, tiny processed splits and a `deca evaluate` predictions directory. The tests of every package import
+them from here, the fault tests (tests/faults/) too; no bench script uses them, so they live with the tests
+(bench/ never imports tests/: tests/test_layout.py). Heavy libraries (torch, pyarrow) are imported by the
 functions that need them: importing this module costs what deca.config and mqan.vocab cost.
 """
 from __future__ import annotations
@@ -15,7 +13,7 @@ from pathlib import Path
 from deca.config import ModelConfig
 from mqan.vocab import Vocab
 
-# ---------------------------------------------------------------- a tiny MQAN (tests/mqan/, bench/faults)
+# ---------------------------------------------------------------- a tiny MQAN (tests/mqan/, tests/faults/)
 GEN = [f" w{i} " for i in range(10)] + [" copy ", " or ", " ? ", " good ", " bad "]
 OOV = [f" x{i} " for i in range(30)]  # in the full vocabulary, outside the generative one
 VOCAB = Vocab.from_tokens(GEN + OOV, max_generative=4 + len(GEN))

@@ -2,27 +2,34 @@
 finish within --grace-s and answers the rest 503 with Retry-After (no bare 500, no traceback); the
 non-finite --slice-ms, --max-wait-ms and --grace-s that it used to accept are refused.
 
-The fast drain cases run the app in this process with a model that takes 10 ms a piece (a call of "long"
-contexts needs 5 s, far past the 0.3 s of grace); the slow ones are real server processes sent SIGTERM."""
+The drains here run the app in this process with a model that takes 10 ms a piece (a call of "long" contexts
+needs 5 s, far past the 0.3 s of grace); real server processes sent SIGTERM are
+tests/infer/serve/test_serve_cli.py's (slow)."""
 from __future__ import annotations
 
 import asyncio
 import json
 import time
-from pathlib import Path
-from typing import Callable
 
-from bench.faults.case import Case, must
-from bench.faults.tools import asgi_post, refused, response, tiny_checkpoint
+import pytest
+
+from tests.faults.tools import asgi_post, case, refused, response, tiny_checkpoint
 
 I = "issue 42: serving drains"
 GRACE_S = 0.3
-TESTS = "tests/infer/serve/test_serve_cli.py"
 
 
-def serve_refuses(option: str, value: str, expect: str) -> Callable[[Path], str]:
+@pytest.mark.parametrize("option, value, expect", [
+    case("bad input", "deca serve --slice-ms nan", I, "--slice-ms", "nan", "--slice-ms must be a finite number, got nan"),
+    case("bad input", "deca serve --slice-ms inf", I, "--slice-ms", "inf", "--slice-ms must be a finite number, got inf"),
+    case("bad input", "deca serve --max-wait-ms nan", I, "--max-wait-ms", "nan",
+         "--max-wait-ms must be a finite number, got nan"),
+    case("bad input", "deca serve --grace-s -1", I, "--grace-s", "-1", "--grace-s must be at least 0, got -1"),
+    case("bad input", "deca serve --grace-s inf", I, "--grace-s", "inf", "--grace-s must be a finite number, got inf"),
+])
+def test_deca_serve_refuses_an_option(tmp_path, observed, option, value, expect):
     """`deca serve OPTION VALUE` is refused with `expect`, before the model loads."""
-    return lambda tmp: refused(["serve", "--checkpoint", str(tiny_checkpoint(tmp)), option, value], expect)
+    observed(refused(["serve", "--checkpoint", str(tiny_checkpoint(tmp_path)), option, value], expect))
 
 
 class Pieces:
@@ -85,7 +92,7 @@ def drained_calls() -> dict[str, tuple[int, dict, dict]]:
             got = {"long": await long, "short": await short, "new": new}
         finally:
             await backend.batcher.stop()
-        must(not errors, f"errors logged: {[e.get('message') for e in errors]}")
+        assert not errors, f"errors logged: {[e.get('message') for e in errors]}"
         return got
 
     return asyncio.run(go())
@@ -93,47 +100,22 @@ def drained_calls() -> dict[str, tuple[int, dict, dict]]:
 
 def refused_503(body: dict, headers: dict, status: int, expect: str) -> str:
     """The evidence that a call got 503 with Retry-After and a one-line JSON error saying `expect`."""
-    must(status == 503, f"answered {status}: {body}")
-    must(int(headers.get("retry-after", 0)) > 0, f"no Retry-After: {headers}")
-    must(expect in body.get("error", "") and "\n" not in body["error"], f"the error: {body}")
+    assert status == 503, f"answered {status}: {body}"
+    assert int(headers.get("retry-after", 0)) > 0, f"no Retry-After: {headers}"
+    assert expect in body.get("error", "") and "\n" not in body["error"], f"the error: {body}"
     return f"503, Retry-After {headers['retry-after']}: {body['error']}"
 
 
-def unanswered_in_the_grace(tmp: Path) -> str:
+@pytest.mark.fault("fault", "deca serve drain: a call not answered within the grace gets 503 with Retry-After", I)
+def test_a_call_unanswered_in_the_grace_gets_503(observed):
     """A call needing 5 s when a drain of 0.3 s begins: 503 with Retry-After, while a short one is answered."""
     got = drained_calls()
-    must(got["short"][0] == 200, f"the short call in flight was answered {got['short'][0]}: {got['short'][2]}")
+    assert got["short"][0] == 200, f"the short call in flight was answered {got['short'][0]}: {got['short'][2]}"
     status, headers, body = got["long"]
-    return refused_503(body, headers, status, f"did not answer within its {GRACE_S:g} s grace")
+    observed(refused_503(body, headers, status, f"did not answer within its {GRACE_S:g} s grace"))
 
 
-def new_call_while_draining(tmp: Path) -> str:
-    """A call that arrives during the drain: 503 with Retry-After at once."""
+@pytest.mark.fault("fault", "deca serve drain: a new call during the drain gets 503 with Retry-After", I)
+def test_a_new_call_while_draining_gets_503(observed):
     status, headers, body = drained_calls()["new"]
-    return refused_503(body, headers, status, "takes no new calls")
-
-
-def cases() -> list[Case]:
-    """The drains of `deca serve` and `deca serve --ray`, and the options that were accepted without a limit."""
-    return [
-        Case("bad input", "deca serve --slice-ms nan", I,
-             serve_refuses("--slice-ms", "nan", "--slice-ms must be a finite number, got nan")),
-        Case("bad input", "deca serve --slice-ms inf", I,
-             serve_refuses("--slice-ms", "inf", "--slice-ms must be a finite number, got inf")),
-        Case("bad input", "deca serve --max-wait-ms nan", I,
-             serve_refuses("--max-wait-ms", "nan", "--max-wait-ms must be a finite number, got nan")),
-        Case("bad input", "deca serve --grace-s -1", I,
-             serve_refuses("--grace-s", "-1", "--grace-s must be at least 0, got -1")),
-        Case("bad input", "deca serve --grace-s inf", I,
-             serve_refuses("--grace-s", "inf", "--grace-s must be a finite number, got inf")),
-        Case("fault", "deca serve drain: a call not answered within the grace gets 503 with Retry-After", I,
-             unanswered_in_the_grace),
-        Case("fault", "deca serve drain: a new call during the drain gets 503 with Retry-After", I,
-             new_call_while_draining),
-        Case("fault", "SIGTERM to deca serve --grace-s 3 with 4 heavy calls and a small one in flight: the small "
-                      "one answered, the rest 503 with Retry-After, listener closed, exit 0", I,
-             test=f"{TESTS}::test_sigterm_answers_what_finishes_in_the_grace_and_503s_the_rest"),
-        Case("fault", "SIGTERM to deca serve --ray --replicas 2 with 5 calls in flight: each answered or 503 with "
-                      "Retry-After, none dropped, exit 0", I,
-             test=f"{TESTS}::test_sigterm_to_ray_serve_drains_both_replicas_and_exits_0"),
-    ]
+    observed(refused_503(body, headers, status, "takes no new calls"))
