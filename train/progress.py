@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 
 def resumed_iteration(run_dir: str | Path) -> int:
     """The iteration a resumed run continues from: that of the latest checkpoint Ray Train registered for it
@@ -100,8 +102,6 @@ class ProgressBar:
             return []
 
     def _run(self) -> None:
-        from tqdm import tqdm
-
         start = last_line = time.monotonic()
         printed = None
         bar = tqdm(total=None if self.max_minutes else self.total, initial=self.start, desc="train", unit="it",
