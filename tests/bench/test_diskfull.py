@@ -44,6 +44,8 @@ def deca(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
 TRAINING = {  # what fills the disk first: (the settings, the file or folder named)
     "the best model": (["train.val_every=2"], "best/model.pt"),
     "Ray Train's checkpoint copy": (["train.val_every=0"], "checkpoint_00000002"),
+    "local mode's checkpoint copy": (["train.val_every=0", "train.num_workers=0", "train.max_failures=0"],
+                                     "checkpoint_00000002"),
 }
 
 
