@@ -2,10 +2,10 @@
 
 Locally `fit` starts its own Ray (quiet, no dashboard) unless Ray is already initialized; with
 RAY_ADDRESS set it joins that cluster. With `train.num_workers: 0` it starts no Ray at all: Ray Train's
-local mode runs the same worker function in this process (train/local_mode.py). Runs live in <train.storage_dir>/<run name>/ (Ray Train's
-checkpoints, the best model in best/, and deca_run.json naming the MLflow run). A new run refuses an
-existing name; ``resume=True`` reuses the name: Ray Train finds the run's checkpoints there and the
-workers continue from the latest one, logging into the same MLflow run.
+local mode runs the same worker function in this process (train/local_mode.py). Runs live in
+<train.storage_dir>/<run name>/ (Ray Train's checkpoints, the best model in best/, and deca_run.json naming
+the MLflow run). A new run refuses an existing name; ``resume=True`` reuses the name: Ray Train finds the
+run's checkpoints there and the workers continue from the latest one, logging into the same MLflow run.
 
 On multi-node clusters storage_dir must be shared storage and MLFLOW_TRACKING_URI a server every node
 reaches.

@@ -73,8 +73,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
     local = params.train.num_workers == 0
     checkpoint = ray.train.get_checkpoint()
-    if checkpoint is None and local and latest_checkpoint(config["run_dir"]):  # local mode restores nothing
-        checkpoint = ray.train.Checkpoint.from_directory(str(latest_checkpoint(config["run_dir"])))
+    if checkpoint is None and local:  # local mode restores nothing itself
+        latest = latest_checkpoint(config["run_dir"])
+        checkpoint = ray.train.Checkpoint.from_directory(str(latest)) if latest else None
     if checkpoint is None:
         recipe.setup(wrap=wrap)
     else:
