@@ -8,12 +8,18 @@ W   1 Ray worker (a local Ray instance started by `fit`, as `deca train` does), 
     with the same thread count, train.cpus_per_worker).
 R   local mode stopped at 4, then resumed on 1 Ray worker to 8 (`--resume --set train.num_workers=1`):
     Ray Train reads the register local mode wrote, and the weights equal L's.
+Then `deca train --workers 0` in a child process, interrupted (SIGINT, as Ctrl-C) after its first checkpoint:
+exit 130, the MLflow run KILLED, the checkpoint kept, and `deca train --resume` continues from it.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
@@ -153,6 +159,7 @@ def trained(mini_data, tmp_path_factory):
     finally:
         mp.undo()
     out["ray during L"] = seen
+    out["params"], out["root"] = params, root
     return out
 
 
@@ -203,3 +210,39 @@ def test_a_local_run_resumes_on_a_ray_worker_from_its_register(trained):
     resumed = trained["R"]
     assert resumed.metrics["iteration"] == ITERATIONS and (resumed.run_dir / ".validate_storage_marker").exists()
     assert not same_weights(resumed, trained["L"])
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_local_run_that_then_resumes(trained):
+    import yaml
+
+    from deca.metric_logging import client
+    from tests.conftest import ROOT
+
+    root, params = trained["root"], trained["params"]
+    longer = dataclasses.replace(params.train, iterations=60, val_every=0, log_every=5)
+    path = root / "ctrl-c.yaml"
+    path.write_text(yaml.safe_dump(dataclasses.asdict(dataclasses.replace(params, train=longer))), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlflow.db"}
+    env.pop("RAY_ADDRESS", None)
+    argv = [sys.executable, "-m", "deca.cli", "train", "--params", str(path), "--run-name", "ctrl-c", "--no-progress"]
+    run_dir = root / "checkpoints" / "ctrl-c"
+    proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and not read_snapshot(run_dir)["checkpoint_results"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out[-3000:]
+    record = json.loads((run_dir / "deca_run.json").read_text())
+    stopped_at = read_snapshot(run_dir)["latest_checkpoint_result"]["metrics"]["iteration"]
+    assert not record.get("finished") and 4 <= stopped_at < 60
+    c = client(env["MLFLOW_TRACKING_URI"])
+    assert c.get_run(record["mlflow_run_id"]).info.status == "KILLED"
+    resumed = subprocess.run([*argv[:-3], "--resume", "ctrl-c", "--no-progress"], cwd=root, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
+    run = c.get_run(record["mlflow_run_id"])
+    assert run.info.status == "FINISHED" and int(run.data.tags["resumed_from_iteration"]) == stopped_at
+    assert read_snapshot(run_dir)["latest_checkpoint_result"]["metrics"]["iteration"] == 60
