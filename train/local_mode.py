@@ -86,13 +86,24 @@ def read_snapshot(run_dir: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else _empty_snapshot()
 
 
+def _copy_into(source: Path, dest: Path) -> None:
+    """Copy the tree `source` into the folder `dest`, file by file: the first failed write raises its OSError
+    (shutil.copytree gathers them into one shutil.Error that names no errno)."""
+    for path in sorted(source.rglob("*")):
+        target = dest / path.relative_to(source)
+        if path.is_dir():
+            target.mkdir(exist_ok=True)
+        else:
+            shutil.copy2(path, target)
+
+
 def persist(directory: str | Path, metrics: dict[str, Any], name: str, run_dir: str | Path, keep: int) -> Path:
     """Copy the checkpoint `directory` to <run_dir>/<name> and register it as the latest, as Ray Train does with
     a reported checkpoint: the folder is written under a temporary name and renamed (a full disk is a
     WriteError naming the file), then the register is rewritten (atomically), then the checkpoints beyond
     the newest `keep` are deleted. Returns the folder."""
     run_dir = Path(run_dir)
-    target = replace_dir(run_dir / name, lambda tmp: shutil.copytree(directory, tmp, dirs_exist_ok=True))
+    target = replace_dir(run_dir / name, lambda tmp: _copy_into(Path(directory), tmp))
     snapshot = read_snapshot(run_dir)
     entry = {"version": 0, "checkpoint_dir_name": name, "metrics": dict(metrics)}
     results = [(r, i) for r, i in zip(snapshot["checkpoint_results"], snapshot["checkpoint_report_indices"])
