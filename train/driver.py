@@ -1,10 +1,11 @@
 """The driver side of `deca train`: checks, the MLflow run, Ray, the TorchTrainer and the progress bar.
 
 Locally `fit` starts its own Ray (quiet, no dashboard) unless Ray is already initialized; with
-RAY_ADDRESS set it joins that cluster. Runs live in <train.storage_dir>/<run name>/ (Ray Train's
-checkpoints, the best model in best/, and deca_run.json naming the MLflow run). A new run refuses an
-existing name; ``resume=True`` reuses the name: Ray Train finds the run's checkpoints there and the
-workers continue from the latest one, logging into the same MLflow run.
+RAY_ADDRESS set it joins that cluster. With `train.num_workers: 0` it starts no Ray at all: Ray Train's
+local mode runs the same worker function in this process (train/local_mode.py). Runs live in
+<train.storage_dir>/<run name>/ (Ray Train's checkpoints, the best model in best/, and deca_run.json naming
+the MLflow run). A new run refuses an existing name; ``resume=True`` reuses the name: Ray Train finds the
+run's checkpoints there and the workers continue from the latest one, logging into the same MLflow run.
 
 On multi-node clusters storage_dir must be shared storage and MLFLOW_TRACKING_URI a server every node
 reaches.
@@ -29,6 +30,7 @@ from deca.runs import RUN_FILE, best_model_path, latest_run, model_file, read_ru
 from deca.schema import shard_rows, split_dir
 from eval.api import check_metrics
 from train.choices import allowed_values
+from train.local_mode import LocalSink, StopWhenSet, check_environment, is_local
 from train.progress import ProgressBar, resumed_iteration
 from train.resume import auto_resume, params_for_resume, registered_checkpoints
 from train.schedule import Schedule, from_config
@@ -243,18 +245,26 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
 
 def run_trainer(params: Params, run_name: str, run_dir: Path, uri: str, run_id: str, resume: bool,
                 progress: bool, hooks: Sequence[Callable]):
-    """Start Ray (unless running), check its resources and run the TorchTrainer; Ray Train's result."""
-    started = start_ray(params)
+    """Start Ray (unless running), check its resources and run the TorchTrainer; Ray Train's result. In local
+    mode (train.num_workers: 0) no Ray is started and the progress messages stay in this process."""
+    local = is_local(params)
+    if local:
+        check_environment()
+        logging.getLogger("ray.train").setLevel(logging.WARNING)  # as LoggingConfig quiets workers' logs
+    started = not local and start_ray(params)
+    stop = threading.Event() if local else None
+    hooks = [*hooks, StopWhenSet(stop)] if stop else hooks
     try:
-        check_resources(params)
-        sink = _progress_sink()
+        if not local:
+            check_resources(params)
+        sink = LocalSink() if local else _progress_sink()
         config = {"params": dataclasses.asdict(params), "tasks": resolve_tasks(params.train.tasks),
                   "run_dir": str(run_dir), "tracking_uri": uri, "run_id": run_id, "progress": sink,
                   "hooks": list(hooks)}
         trainer = build_trainer(params, run_name, config)
         with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes,
                          start=resumed_iteration(run_dir) if resume else 0):
-            return fit_in_thread(trainer)
+            return fit_in_thread(trainer, stop)
     finally:
         if started:
             import ray
@@ -386,11 +396,12 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     return params, run_name, uri, run_id
 
 
-def fit_in_thread(trainer):
+def fit_in_thread(trainer, stop: threading.Event | None = None):
     """`trainer.fit()` in a helper thread. In the main thread, Ray Train replaces the SIGINT handler with its
     own, which ends the process with status 0 or 1, no message, and the MLflow run left RUNNING; from a
     thread it does not, and Ctrl-C reaches `fit` as KeyboardInterrupt (the run is marked KILLED, Ray is
-    shut down, and the checkpoints written so far are kept for `--resume`)."""
+    shut down, and the checkpoints written so far are kept for `--resume`). In local mode the training runs
+    in that thread itself: `stop` (see local_mode.StopWhenSet) ends it at its next step, waited for 10 s."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -401,15 +412,23 @@ def fit_in_thread(trainer):
 
     thread = threading.Thread(target=target, name="ray-train-fit", daemon=True)
     thread.start()
-    while thread.is_alive():
-        thread.join(0.5)
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+    except BaseException:
+        if stop is not None:
+            stop.set()
+            thread.join(10)
+        raise
     if "error" in box:
         raise box["error"]
     return box["result"]
 
 
 def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
-    """The TorchTrainer: workers and resources from params.train, DDP over gloo (CPU) or NCCL (GPU)."""
+    """The TorchTrainer: workers and resources from params.train, DDP over gloo (CPU) or NCCL (GPU); with
+    train.num_workers 0, Ray Train's local mode (no resources, placement or FailureConfig: deca.checks refuses
+    those together with it)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
@@ -419,6 +438,9 @@ def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
     resources = {"CPU": tc.cpus_per_worker}
     if tc.use_gpu:
         resources["GPU"] = tc.gpus_per_worker
+    scaling = ScalingConfig(num_workers=0, use_gpu=tc.use_gpu) if is_local(params) else \
+        ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu, resources_per_worker=resources,
+                      placement_strategy=tc.placement_strategy)
     run_config_kwargs: dict[str, Any] = {}
     try:
         from ray.train.v2.api.config import LoggingConfig
@@ -429,8 +451,7 @@ def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config=config,
-        scaling_config=ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu,
-                                     resources_per_worker=resources, placement_strategy=tc.placement_strategy),
+        scaling_config=scaling,
         torch_config=TorchConfig(backend="nccl" if tc.use_gpu else "gloo"),
         run_config=RunConfig(
             name=run_name, storage_path=tc.storage_dir,

@@ -1,4 +1,5 @@
-"""Training progress: rank 0 pushes messages (`Progress`) to a Ray actor, the driver shows them (`ProgressBar`).
+"""Training progress: rank 0 pushes messages (`Progress`) to a Ray actor (in local mode an in-process
+`train.local_mode.LocalSink`), the driver shows them (`ProgressBar`).
 
 On a terminal, a tqdm bar (iteration, phase, loss, tokens/s); elsewhere (a DVC stage, a log file, CI) or
 with `--no-progress`, one plain line every `every_s` seconds, so that a long run is never silent. A run
@@ -38,7 +39,8 @@ class Progress:
         if self.sink is None or (not force and now - self.last < self.min_interval):
             return
         self.last = now
-        self.sink.push.remote({k: v() if callable(v) else v for k, v in values.items()})  # lazy values: only when sent
+        send = getattr(self.sink.push, "remote", self.sink.push)  # a Ray actor's method, or a LocalSink's
+        send({k: v() if callable(v) else v for k, v in values.items()})  # lazy values: only when sent
 
 
 class ProgressBar:
@@ -94,6 +96,8 @@ class ProgressBar:
         return f"train: iteration {self.iteration}{of}, {elapsed / 60:.1f} min, {left}" + (f"; {fields}" if fields else "")
 
     def _drain(self) -> list[dict]:
+        if not hasattr(self.sink.drain, "remote"):  # a LocalSink (local mode)
+            return self.sink.drain()
         import ray
 
         try:
