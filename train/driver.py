@@ -13,8 +13,12 @@ reaches.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -25,15 +29,20 @@ from deca.checks import check_params, declare_quietly
 from deca.config import Params
 from deca.errors import ConfigError, DataError, DecaError, interrupted
 from deca.io import write_json
+from deca.metric_logging import check_server
+from deca.processes import guard_self
 from deca.registry import resolve_tasks
 from deca.runs import RUN_FILE, best_model_path, latest_run, model_file, read_run_file
 from deca.schema import shard_rows, split_dir
 from eval.api import check_metrics
+from mqan.vectors import open_source
 from train.choices import allowed_values
 from train.local_mode import LocalSink, StopWhenSet, check_environment, is_local
 from train.progress import ProgressBar, resumed_iteration
 from train.resume import auto_resume, params_for_resume, registered_checkpoints
 from train.schedule import Schedule, from_config
+from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
+from train.worker import train_loop_per_worker
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +118,6 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
         if not model_file(init).is_file():
             raise DataError(init, "train.init_from: no checkpoint there", fix="give a model.pt file or a run "
                                                                             "directory with best/model.pt")
-    from mqan.vectors import open_source
 
     for source in (params.model.word_vectors, params.model.char_vectors):
         if source:
@@ -151,7 +159,6 @@ def guard_local_processes() -> None:
     """Ray's processes of a local instance (GCS, raylet, agents, workers), started after this, die with this
     process even on SIGKILL: Ray's own fate sharing left its dashboard and runtime-env agents running for more
     than 30 s once (deca/processes.py's watchdog ends every process that inherited this process's marker)."""
-    from deca.processes import guard_self
 
     if not _GUARDS:
         _GUARDS.append(guard_self())
@@ -220,7 +227,6 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
     reproduction's deca.runs.REPRODUCTION).
     A failure marks the MLflow run FAILED (KILLED on Ctrl-C); a new run that wrote no checkpoint leaves no
     run folder behind (it would count as the latest run for predict and serve)."""
-    from train.tracking import end_run
 
     project = Path(project or Path.cwd()).resolve()
     params, run_name, uri, run_id = open_run(resolve_paths(params, project), run_name, resume, project,
@@ -275,7 +281,6 @@ def run_trainer(params: Params, run_name: str, run_dir: Path, uri: str, run_id: 
 def discard_unstarted(run_dir: Path) -> bool:
     """Remove a new run's folder when training wrote nothing to resume from (no checkpoint, no best model);
     whether it was removed."""
-    import shutil
 
     if not run_dir.is_dir() or best_model_path(run_dir).is_file() or registered_checkpoints(run_dir):
         return False  # a checkpoint folder Ray did not register was cut off (a full disk): nothing to resume
@@ -306,7 +311,6 @@ def worker_cause(exc: BaseException) -> BaseException | None:
 def training_failed(exc: BaseException, run_name: str, run_dir: Path, kept: bool) -> TrainingFailed:
     """One line for a failed training (the worker's own error when there is one), what to fix, and where
     its checkpoints are (or that no run folder was left)."""
-    import errno
 
     cause = worker_cause(exc)
     if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -331,8 +335,6 @@ def register_model(run_dir: Path, name: str | None, project: Path) -> bool:
     (train.register_model), register it as a new version of `name`, with `deca register`
     (infer/registry.py; in a child process: training never imports inference). A failure is a warning,
     not a failed training: the run is there, logged or not."""
-    import subprocess
-    import sys
 
     command = [sys.executable, "-m", "deca.cli", "register", "--run", str(run_dir)]
     command += ["--name", name] if name else ["--set", "train.register_model=null"]
@@ -352,8 +354,6 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     """Check the params (unless `schedule` says they were: see fit) and the inputs, and create (or, with
     `resume`, reopen) the run: (params, run name, tracking URI, MLflow run id). A new run writes
     <storage>/<name>/deca_run.json; an existing name is refused."""
-    from deca.metric_logging import check_server
-    from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 
     storage = Path(params.train.storage_dir)
     if resume:
@@ -431,8 +431,6 @@ def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
     those together with it)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
-
-    from train.worker import train_loop_per_worker
 
     tc = params.train
     resources = {"CPU": tc.cpus_per_worker}

@@ -28,6 +28,7 @@ from train.local_mode import latest_checkpoint, persist
 from train.progress import Progress
 from train.recipe import TrainingRecipe
 from deca.runs import best_model_path
+from eval.curves import plot_run
 
 
 def report_to_ray(metrics: dict[str, Any], directory: Path, iteration: int, run_dir: str | Path = "",
@@ -105,7 +106,6 @@ def record_placement(dist: Distributed, logger: MLflowLogger | None, local: bool
 
 def attach_results(recipe: TrainingRecipe, logger: MLflowLogger, config: dict[str, Any]) -> None:
     """The best model, the training plots and the best iteration, into the MLflow run."""
-    from eval.curves import plot_run
 
     best = best_model_path(config["run_dir"]).parent
     if best.exists():
