@@ -29,15 +29,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infra.jobs_run import STOP_GRACE_S, Job, run_commands, stage_cores, stage_log
+from infra.jobs_run import POLL_S, STOP_GRACE_S, Job, run_commands, stage_cores, stage_log
 
 
-class Stopped(KeyboardInterrupt):
-    """SIGTERM (or another signal) to `deca repro`: the stages are stopped as on Ctrl-C, with that signal."""
+class StopSignal:
+    """The handler of SIGINT and SIGTERM while the stages run: the first one is noted, and the scheduler stops the
+    stages between two of DVC's steps (a signal that raised inside DVC's writing of its files would leave them
+    corrupt); a second one interrupts at once."""
 
-    def __init__(self, sig: int):
-        super().__init__(sig)
-        self.signal = sig
+    def __init__(self):
+        self.signal = 0
+
+    def __call__(self, signum: int, _frame: Any) -> None:
+        if self.signal:
+            raise KeyboardInterrupt
+        self.signal = signum
 
 
 @dataclass
@@ -210,7 +216,10 @@ class Scheduler:
         outputs: none of them is recorded."""
         for job in self.running.values():
             job.signal(sig)
-        wait(list(self.running), timeout=STOP_GRACE_S)
+        try:
+            wait(list(self.running), timeout=STOP_GRACE_S)
+        except KeyboardInterrupt:  # a second signal: no more waiting
+            pass
         for future, job in list(self.running.items()):
             job.stop(grace=1.0)
             future.exception()  # the thread is done now
@@ -219,17 +228,20 @@ class Scheduler:
             self.fail(job.stage, "interrupted", job)
         self.outcome.interrupted = sig
 
-    def run(self) -> Outcome:
+    def run(self, stop: StopSignal) -> Outcome:
         with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="stage") as pool:
             try:
                 self.start_ready(pool)
-                while self.running:
-                    finished, _ = wait(list(self.running), return_when=FIRST_COMPLETED)
+                while self.running and not stop.signal:
+                    finished, _ = wait(list(self.running), timeout=POLL_S, return_when=FIRST_COMPLETED)
                     for future in finished:
                         self.finish(future)
-                    self.start_ready(pool)
-            except KeyboardInterrupt as exc:
-                self.interrupt(getattr(exc, "signal", signal.SIGINT))
+                    if not stop.signal:
+                        self.start_ready(pool)
+                if stop.signal:
+                    self.interrupt(stop.signal)
+            except KeyboardInterrupt:
+                self.interrupt(signal.SIGINT)
         for stage in self.pending:  # left when interrupted
             self.outcome.not_run.setdefault(stage.addressing, "interrupted")
         return self.outcome
@@ -261,20 +273,19 @@ def dvc_log_to(path: Path) -> Callable[[], None]:
 def reproduce(targets: list[str], jobs: int, dvc_log: Path, log_dir: Path, on_plan: Callable[[int], None],
               report: Callable[[str, Any, str], None], on_line: Callable[[str], None]) -> Outcome:
     """`dvc repro TARGETS` (all stages when none) with `jobs` cores, in the repository of the working directory;
-    `on_plan` hears the number of stages of the plan. SIGTERM stops it as Ctrl-C does."""
+    `on_plan` hears the number of stages of the plan. SIGTERM stops it as Ctrl-C does (`StopSignal`)."""
     from dvc.repo import Repo, lock_repo
 
     undo_log = dvc_log_to(dvc_log)
 
-    def stopped(signum, _frame):
-        raise Stopped(signum)
-
-    previous = signal.signal(signal.SIGTERM, stopped)
+    stop = StopSignal()
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with Repo() as repo, lock_repo(repo), repo.scm_context():
             graph, steps = plan(repo, targets)
             on_plan(len(steps))
-            return Scheduler(repo, graph, steps, jobs, log_dir, report, on_line).run()
+            return Scheduler(repo, graph, steps, jobs, log_dir, report, on_line).run(stop)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         undo_log()

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from deca.processes import Guarded, spawn
 
 LOG_DIR = Path(".dvc/tmp/repro")
+POLL_S = 0.2  # how often the scheduler looks for a stop signal while it waits for stages
 STOP_GRACE_S = 30.0  # how long a stage has, after Ctrl-C is passed on to it, before it is killed
 
 

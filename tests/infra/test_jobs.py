@@ -17,13 +17,13 @@ from tests.conftest import ROOT
 BIN = ROOT / ".venv" / "bin"
 TIMEOUT = 120
 
-# Three stages of a foreach, each a second long, and one that joins them (a metric uncached, as eval's are).
+# Three stages of a foreach and one that joins them (a metric uncached, as eval's are).
 FOREACH = """\
 stages:
   gen:
     foreach: ${items}
     do:
-      cmd: sleep 1 && mkdir -p out/${item} && echo "${item} $(cat src/seed.txt)" > out/${item}/data.txt
+      cmd: mkdir -p out/${item} && echo "${item} $(cat src/seed.txt)" > out/${item}/data.txt
       deps:
         - src/seed.txt
       outs:
@@ -89,6 +89,7 @@ def up_to_date(path: Path) -> bool:
     return "up to date" in dvc(path, "status").stdout
 
 
+@pytest.mark.slow
 def test_a_parallel_repro_records_what_dvc_repro_records(tmp_path):
     serial, parallel = project(tmp_path / "serial", FOREACH), project(tmp_path / "parallel", FOREACH)
     dvc(serial, "repro")
@@ -135,6 +136,7 @@ stages:
 """
 
 
+@pytest.mark.slow
 def test_independent_stages_run_at_once_and_a_stage_of_every_core_alone(tmp_path):
     path = project(tmp_path / "p", AT_ONCE)
     deca_repro(path, "--jobs", "2")
@@ -166,6 +168,7 @@ stages:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fail, why", [(1, "exit status 3"), (9, "killed by signal 9")])
 def test_a_failed_stage_stops_its_dependents_and_leaves_its_last_outputs(tmp_path, fail, why):
     path = project(tmp_path / "p", FAILING, params="fail: 0\n")
@@ -231,6 +234,22 @@ def test_ctrl_c_stops_the_running_stages_and_records_none_of_them(tmp_path, sig,
     assert "long:" in dvc(path, "status").stdout
 
 
+@pytest.mark.slow
+def test_a_stage_takes_the_cores_its_meta_names():
+    from types import SimpleNamespace
+
+    from infra.jobs_run import stage_cores
+
+    def cores(meta, jobs=4):
+        return stage_cores(SimpleNamespace(meta=meta, addressing="train"), jobs)
+
+    assert cores(None) == cores({}) == 1 and cores({"cores": 3}) == 3 and cores({"cores": [2, 1.5]}) == 3
+    assert cores({"cores": [8, 1.0]}) == 4  # at most --jobs: it runs alone
+    with pytest.raises(ValueError, match=r"dvc.yaml: stage train: meta.cores must be a number .* not 'many'"):
+        cores({"cores": "many"})
+
+
+@pytest.mark.slow
 def test_options_of_dvc_repro_go_to_it_alone(tmp_path):
     path = project(tmp_path / "p", FOREACH)
     proc = deca_repro(path, "--jobs", "2", "--force", check=False)
@@ -238,3 +257,33 @@ def test_options_of_dvc_repro_go_to_it_alone(tmp_path):
     assert deca_repro(path, "--jobs", "0", check=False).returncode == 2
     forced = deca_repro(path, "--jobs", "1", "--force", "join")  # `dvc repro --force join` itself
     assert "[4/4] join: ran in" in forced.stdout and up_to_date(path)
+
+
+@pytest.mark.slow
+def test_the_project_s_own_stages_in_parallel_as_dvc_repro_leaves_them(tmp_path):
+    """The pipeline's validate, download and prepare stages of four tasks (Beam, the bundled corpora) on two copies
+    of the repository: `deca repro --jobs 2` leaves dvc.lock, the prepared data and the run-cache as `dvc repro`."""
+    from tests.test_dvc_pipeline import copy_worktree
+
+    targets = ["prepare@sst", "prepare@sst_happy_angry", "prepare@woz_en", "prepare@woz_de"]
+    made = {}
+    for name in ("serial", "parallel"):
+        path = tmp_path / name
+        path.mkdir()
+        copy_worktree(path)
+        sh(path, "git", "init", "-q")
+        sh(path, "git", "add", "-A")
+        sh(path, "git", "commit", "-q", "-m", "a clone")
+        made[name] = path
+    dvc(made["serial"], "repro", *targets)
+    out = deca_repro(made["parallel"], "--jobs", "2", *targets).stdout
+    assert "done: 7 ran" in out, out
+    serial, parallel = (yaml.safe_load((made[n] / "dvc.lock").read_text())["stages"] for n in ("serial", "parallel"))
+    ran = {"validate", "download@sst", "download@woz", *targets}
+    assert {k: parallel[k] for k in ran} == {k: serial[k] for k in ran}
+    outs = sorted(o["path"] for k in ran for o in serial[k]["outs"])  # data/raw/.verified.json, a cache beside
+    data = {n: {p.relative_to(made[n]).as_posix(): p.read_bytes() for out in outs  # them, holds mtimes: not compared
+                for p in sorted([made[n] / out, *(made[n] / out).rglob("*")]) if p.is_file()} for n in made}
+    assert data["parallel"] == data["serial"] and any("/sst/train/" in k for k in data["serial"])
+    assert state(made["parallel"])["runs"] == state(made["serial"])["runs"]
+    assert deca_repro(made["parallel"], "--jobs", "2", *targets).stdout.count("unchanged") == 7
