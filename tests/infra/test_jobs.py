@@ -286,4 +286,4 @@ def test_the_project_s_own_stages_in_parallel_as_dvc_repro_leaves_them(tmp_path)
                 for p in sorted([made[n] / out, *(made[n] / out).rglob("*")]) if p.is_file()} for n in made}
     assert data["parallel"] == data["serial"] and any("/sst/train/" in k for k in data["serial"])
     assert state(made["parallel"])["runs"] == state(made["serial"])["runs"]
-    assert deca_repro(made["parallel"], "--jobs", "2", *targets).stdout.count("unchanged") == 7
+    assert "done: 0 ran, 0 restored from the run-cache, 7 unchanged" in deca_repro(made["parallel"], *targets).stdout
