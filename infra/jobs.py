@@ -178,7 +178,8 @@ class Scheduler:
             self.report("started", stage, str(job.log))
             return
         self.done.add(stage)
-        getattr(self.outcome, "unchanged" if state == "unchanged" else "restored").append(stage.addressing)
+        kept = {"unchanged": self.outcome.unchanged, "restored": self.outcome.restored, "done": self.outcome.ran}
+        kept[state].append(stage.addressing)
         self.report(state, stage, "")
 
     def finish(self, future: Future) -> None:
