@@ -87,13 +87,15 @@ def discard(stage: Any) -> list[str]:
     for out in stage.outs:
         if not out.persist:
             out.remove(ignore_remove=False)
+    from dvc.exceptions import DvcException
+
     back = []
     for out in stage.outs:
         if not out.persist and out.use_cache and out.hash_info:
             try:
                 out.checkout(allow_missing=False)
                 back.append(str(out))
-            except Exception:  # noqa: BLE001 - not in the cache (a fresh clone): it stays removed
+            except (DvcException, OSError):  # not in the cache (a fresh clone): it stays removed
                 pass
     return back
 
