@@ -77,8 +77,10 @@ def dvc(path: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 def state(path: Path) -> dict:
     """What a repro leaves: dvc.lock (parsed: its stage order is the order they finished), every file outside
-    .git and .dvc, and the run-cache's entries."""
-    files = {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*"))
+    .git and .dvc (a .gitignore's lines as a set: DVC adds an output's line when the stage is recorded, so on a
+    first run they come in the order the stages finished), and the run-cache's entries."""
+    files = {p.relative_to(path).as_posix(): sorted(p.read_text().splitlines()) if p.name == ".gitignore"
+             else p.read_bytes() for p in sorted(path.rglob("*"))
              if p.is_file() and not {".git", ".dvc"} & set(p.relative_to(path).parts) and p.name != "dvc.lock"}
     runs = path / ".dvc" / "cache" / "runs"
     return {"lock": yaml.safe_load((path / "dvc.lock").read_text()), "files": files,
