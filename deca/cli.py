@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("eval.score_cli", "score prediction files against the processed gold; decaScore"),
     "compare": ("eval.compare_cli", "compare runs (MLflow or DVC experiments) task by task, like Table 3"),
     "validate": ("infra.validate_cli", "check params.yaml (and overlays) against the config, dvc.yaml against the code"),
+    "repro": ("infra.repro_cli", "dvc repro with independent stages run at once (--jobs N), recorded by DVC"),
 }
 
 
