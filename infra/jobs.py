@@ -23,13 +23,18 @@ commands, the part that takes time, run at once, as child processes (infra/jobs_
 """
 from __future__ import annotations
 
+import logging
 import signal
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from infra.jobs_run import POLL_S, STOP_GRACE_S, Job, run_commands, stage_cores, stage_log
+from dvc.dvcfile import PROJECT_FILE
+from dvc.exceptions import DvcException
+from dvc.stage.cache import RunCacheNotFoundError
+
+from infra.jobs_run import Job, POLL_S, STOP_GRACE_S, run_commands, stage_cores, stage_log
 
 
 class StopSignal:
@@ -60,7 +65,6 @@ class Outcome:
 
 def plan(repo: Any, targets: list[str]) -> tuple[Any, list[Any]]:
     """(DVC's active graph, the stages `dvc repro TARGETS` would take, in its order)."""
-    from dvc.dvcfile import PROJECT_FILE
     from dvc.repo.reproduce import collect_stages, get_active_graph, plan_repro
 
     graph = get_active_graph(repo.index.graph)
@@ -87,7 +91,6 @@ def discard(stage: Any) -> list[str]:
     for out in stage.outs:
         if not out.persist:
             out.remove(ignore_remove=False)
-    from dvc.exceptions import DvcException
 
     back = []
     for out in stage.outs:
@@ -103,7 +106,6 @@ def discard(stage: Any) -> list[str]:
 def prepare_stage(repo: Any, graph: Any, stage: Any) -> str:
     """Bring a ready stage as far as its commands (main thread, the repository locked): 'unchanged',
     'restored' (from the run-cache, recorded), 'done' (not a command stage: DVC reproduced it), or 'run'."""
-    from dvc.stage.cache import RunCacheNotFoundError
 
     ups = upstream(graph, stage)
     if not stage.cmd or stage.frozen or stage.is_import:  # nothing to run at once: DVC's own step, as is
@@ -253,7 +255,6 @@ class Scheduler:
 def dvc_log_to(path: Path) -> Callable[[], None]:
     """Send DVC's own messages ("Updating lock file", its git hints) to `path` instead of its console handlers (set
     when dvc is imported); returns the undo."""
-    import logging
 
     import dvc.logger  # noqa: F401 - installs DVC's handlers, which are replaced here until the undo
 

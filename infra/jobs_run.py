@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from dvc.stage.run import _enforce_cmd_list, _make_cmd, get_executable, prepare_kwargs
+
 from deca.processes import Guarded, spawn
 
 LOG_DIR = Path(".dvc/tmp/repro")
@@ -70,7 +72,6 @@ class Job:
 def run_commands(job: Job, on_line: Callable[[str], None]) -> int:
     """Run the stage's commands (dvc.stage.run.cmd_run), their output to `job.log` and, line by line, to `on_line`;
     the first non-zero exit status (negative: killed by that signal), else 0."""
-    from dvc.stage.run import _enforce_cmd_list, _make_cmd, get_executable, prepare_kwargs
 
     kwargs = prepare_kwargs(job.stage)
     env, cwd = kwargs["env"], kwargs["cwd"]

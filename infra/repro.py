@@ -23,6 +23,9 @@ import sys
 import time
 from pathlib import Path
 
+from deca.errors import ConfigError
+from deca.params_file import load_params_file
+
 RUNNING = re.compile(r"^Running stage '([^']+)'")
 SKIPPED = re.compile(r"^Stage '([^']+)' didn't change, skipping")
 PROGRESS = re.compile(r"^train: iteration \d+/\d+")
@@ -71,8 +74,6 @@ class Reporter:
 
 def params_refused(params_path: Path) -> str | None:
     """Why DVC must not read `params_path` (its one-line error), else None (also when there is none)."""
-    from deca.params_file import load_params_file
-    from deca.errors import ConfigError
 
     try:
         if params_path.is_file():

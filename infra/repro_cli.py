@@ -22,9 +22,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from dvc.exceptions import DvcException
+
+from infra.jobs import reproduce
 from infra.jobs_run import LOG_DIR, stage_log, tail
-from infra.repro import PROGRESS, TAIL, params_refused
-from infra.repro import run as run_serial
+from infra.repro import PROGRESS, TAIL, params_refused, run as run_serial
 
 PASS_THROUGH = "dvc_options"  # with --jobs 1, for `dvc repro` itself
 DVC_LOG = Path(".dvc/tmp/repro.log")
@@ -114,9 +116,6 @@ def run(args) -> int:
         print(f"error: {' '.join(options)}: not with --jobs {args.jobs}; `deca repro --jobs 1 ...` passes options "
               "to `dvc repro`", file=sys.stderr)
         return 2
-    from infra.jobs import reproduce
-
-    from dvc.exceptions import DvcException
 
     lines = Lines()
     try:

@@ -5,7 +5,7 @@ function; it stays there only (a) when it loads a heavy third-party dependency (
 top-level imports of the project modules it names, or through what a third-party module brings, THIRD_PARTY) that
 the module's own top level does not load already, so that importing the module stays cheap, or (b) when the import
 line, or the comment line directly above it, says why (an import circle otherwise, a path taken only with one
-option). Every other import belongs in the module's top import block. PENDING files are swept later.
+option). Every other import belongs in the module's top import block.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import ast
 import json
 import subprocess
 import sys
-from fnmatch import fnmatch
 from functools import cache
 from pathlib import Path
 
@@ -36,10 +35,6 @@ THIRD_PARTY = {"matplotlib": ("numpy",), "pyarrow": ("numpy",), "pyarrow.dataset
                "scipy": ("numpy",), "torch": ("numpy",), "nltk": ("pandas", "scipy"), "distributed": ("dask", "numpy"),
                "apache_beam": ("pandas",), "mlflow": ("pandas", "fastapi", "scipy"), "ray.train": ("pandas",),
                "ray.train.torch": ("torch",)}
-
-# issue 43: swept after the merge of the branches editing them
-PENDING = {"infra/*.py",
-           "deca/cli.py"}
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
@@ -113,18 +108,12 @@ def says_why(lines: list[str], node: ast.stmt) -> bool:
     return any("#" in line for line in own) or (node.lineno > 1 and lines[node.lineno - 2].lstrip().startswith("#"))
 
 
-def pending(rel: str) -> bool:
-    return any(fnmatch(rel, pattern) for pattern in PENDING)
-
-
 def unjustified(root: Path = ROOT) -> list[str]:
-    """'file:line: import' of every function-level import of the production packages (PENDING files aside) that
+    """'file:line: import' of every function-level import of the production packages that
     loads nothing heavy the module's top level does not load already and says nothing of why it is local."""
     found = []
     for path in sorted(p for package in PRODUCTION for p in (root / package).rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if pending(rel):
-            continue
         lines = path.read_text(encoding="utf-8").splitlines()
         already = loads(module_name(path, root), root)
         for node in split_imports(path)[1]:
@@ -161,11 +150,6 @@ def test_third_party_loads_as_written():
         if {h for h in HEAVY if h in loaded} != loads(name):
             wrong[name] = sorted(h for h in HEAVY if h in loaded)
     assert wrong == {}, f"THIRD_PARTY is out of date; these load: {wrong}"
-
-
-def test_pending_files_exist():
-    for pattern in PENDING:
-        assert any(fnmatch(p.relative_to(ROOT).as_posix(), pattern) for p in ROOT.glob("*/*.py")), pattern
 
 
 def test_the_rule_can_fail(tmp_path):
