@@ -15,7 +15,7 @@ from eval.stats import t_quantile
 from eval.steps import Step, judge_steps
 from eval.verdict import still_rising
 from eval.compare import PAPER_TABLE2, TABLE2_NAMES, TABLE2_VARIANTS
-from experiments.results import examples, records
+from experiments.results import examples, planned, records
 from experiments.results.render import (floor_cell, floor_of, interval, mde_cell, mean_sd, num, p_cell, table,
                                         verdict_cell)
 
@@ -50,7 +50,7 @@ def rising(record: dict, task: str, variant: str) -> bool:
     """Whether a run of (task, variant) was still rising: from its curve when kept, else the record's note."""
     for r in record["runs"]:
         if r["task"] == task and r["variant"] == variant:
-            if r["curve"] and still_rising(r["curve"], record["iterations"][task]):
+            if r["curve"] and still_rising(r["curve"], r.get("iterations") or record["iterations"][task]):
                 return True
             if r["still_rising"] is True:
                 return True
@@ -152,7 +152,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     mwsc = [v for variant in VARIANTS for v in cell_values(record, "schema", variant)]
     its = record["iterations"]
     return {
-        "date": record["date"], "source": record["source"],
+        "date": record["date"], "source": record["source"], "plan_table": planned.section("table2"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
+        "plan_assumed": records.load("plan")["assumed"], 
         "machines": "; ".join(f"`{k}`: {records.describe_machine(m)}" for k, m in record["machines"].items()),
         "iters_schema": f"{its['schema']:,}", "iters_sst": f"{its['sst']:,}", "iters_woz": f"{its['woz.en']:,}",
         "iters_srl": f"{its['srl']:,}", "results_table": results_table(record, floors), "verdict_table": verdicts,

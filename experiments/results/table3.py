@@ -9,7 +9,7 @@ from deca.registry import DECANLP
 from eval.clustered import cluster_unit
 from eval.compare import PAPER_TABLE3
 from eval.steps import Step, judge_steps
-from experiments.results import examples, records
+from experiments.results import examples, planned, records
 from experiments.results.render import floor_of, interval, mde_cell, mean_sd, num, p_cell, table, verdict_cell
 
 PAGE = "docs/results/table3.md"
@@ -114,7 +114,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     woz = [r["scores"]["woz.en"] for r in record["runs"]]
     gain = {t: mean(scores(record, "anti_curriculum", t)) - mean(scores(record, "fully_joint", t))
             for t in ("sum", "schema")}
-    return {"date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
+    return {"plan_table": planned.section("table3"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
+            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
             "source": record["source"], "iterations": f"{record['iterations']:,}",
             "phase_iterations": f"{record['phase_iterations']:,}", "results_table": results_table(record, floors),
             "verdict_table": verdicts, "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),

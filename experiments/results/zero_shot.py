@@ -6,7 +6,7 @@ from __future__ import annotations
 from statistics import mean
 
 from eval.steps import Step, judge_steps
-from experiments.results import examples, records
+from experiments.results import examples, planned, records
 from experiments.results.render import (floor_cell, floor_of, interval, mde_cell, mean_sd, num, p_cell, table,
                                         verdict_cell)
 
@@ -94,7 +94,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     record = record or records.load("zero_shot")
     floors = floors if floors is not None else records.floors()
     groups = record["groups"]
-    out = {"date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
+    out = {"plan_table": planned.section("zero_shot"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
+            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
            "source": record["source"], "verdict_table": verdicts(groups, floors)[0],
            "verdict_summary": summary(verdicts(groups, floors)[1]),
            "floor": num(floors["sst.happy_angry"]["floor"]), "floor_answerer": floors["sst.happy_angry"]["answerer"],
