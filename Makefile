@@ -27,9 +27,12 @@ install: $(STAMP)
 ## The main job: the whole DVC pipeline (dvc.yaml) on the miniature corpora bundled in
 ## tests/fixtures/corpora: download -> prepare -> vocab -> train (Ray) -> evaluate -> report.
 ## Only what changed since the last run reruns; the decaScore ends in eval/metrics.json and MLflow.
-## One line per stage here; dvc's own output (every stage's) goes to .dvc/tmp/repro.log (infra/repro.py).
+## `deca repro` (infra/repro_cli.py): the stages that do not depend on each other run JOBS at a time (default:
+## one per CPU; JOBS=1 is `dvc repro` itself), recorded by DVC as `dvc repro` records them. One line per stage
+## here; each stage's own output goes to .dvc/tmp/repro/<stage>.log, DVC's to .dvc/tmp/repro.log.
+JOBS ?=
 run: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" DVC_NO_ANALYTICS=1 $(BIN)/python -m infra.repro
+	PATH="$(abspath $(BIN)):$$PATH" DVC_NO_ANALYTICS=1 $(BIN)/python -m deca.cli repro $(if $(JOBS),--jobs $(JOBS))
 	@$(BIN)/python -c "import json; m = json.load(open('eval/metrics.json')); \
 	print('decaScore', round(m['decascore'], 2), 'on', m['split'], '(partial)' if m['partial'] else '')"
 

@@ -90,7 +90,7 @@ def best_results(outcome) -> dict[str, float]:
 def workdir_params(workdir: Path, params_path: str, overlays: list[str], sets: list[str]):
     """(params, overrides) of the runs in `workdir`: the directory made, its data prepared, MLflow pointed at
     <workdir>/mlflow.db unless MLFLOW_TRACKING_URI says otherwise, the workdir's data and vocabulary in params,
-    the experiments' defaults (validation every 50 iterations, 2 Ray workers), then --overlay files, then --set."""
+    the experiments' defaults (validation every 50 iterations, 2 Ray workers, one restart), then --overlay files, then --set."""
     from deca.checks import load_params
     from deca.params_args import parse_overrides
 
@@ -98,7 +98,7 @@ def workdir_params(workdir: Path, params_path: str, overlays: list[str], sets: l
     os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{workdir / 'mlflow.db'}")
     processed, vocab = prepare(workdir)
     overrides = {"train.val_every": 50, "train.save_every": 200, "train.log_every": 10,
-                 "train.num_workers": 2, "train.cpus_per_worker": 1.0, **overlay_overrides(overlays),
+                 "train.num_workers": 2, "train.cpus_per_worker": 1.0, "train.max_failures": 1, **overlay_overrides(overlays),
                  **parse_overrides(sets)}
     params = load_params(params_path, overrides=overrides)
     params = dataclasses.replace(params, data=dataclasses.replace(

@@ -89,7 +89,7 @@ RULES: dict[str, Rule] = {
     "train.phase_iterations": at_least(0), "train.batches_per_task": positive_values,
     "train.iterations": at_least(1), "train.max_minutes": above(0, optional=True),
     "train.token_budget": at_least(1), "train.pool_batches": at_least(1),
-    "train.num_workers": at_least(1),
+    "train.num_workers": at_least(0),  # 0: Ray Train's local mode (local_mode_problems)
     "train.cpus_per_worker": above(0), "train.gpus_per_worker": above(0), "train.lr": above(0),
     "train.warmup": at_least(0), "train.betas": betas, "train.eps": above(0), "train.grad_clip": at_least(0),
     "train.weight_decay": at_least(0), "train.ema_decay": fraction, "train.val_every": at_least(0),
@@ -142,10 +142,31 @@ def value_problems(params: Any, choices: Mapping[str, Sequence[str]] | None = No
         wrong = rule(value) if rule else None
         if wrong:
             problems.append(Problem(key, f"{key} = {value!r}: {wrong}"))
+    problems += local_mode_problems(params)
     m = getattr(params, "model", None)
     if m is not None and not (m.word_vectors or m.char_vectors or m.char_ngram_dim or m.embedding_dim):
         problems.append(Problem("model", "model: no input features: set model.word_vectors, model.char_vectors, "
                                          "model.char_ngram_dim or model.embedding_dim"))
+    return problems
+
+
+def local_mode_problems(params: Any) -> list[Problem]:
+    """What Ray Train's local mode (train.num_workers = 0: the training function in the driver's process) cannot
+    do, asked for together with it: restarts after a failure (train.max_failures) and a placement of workers
+    (train.placement_strategy other than the default PACK). Refused rather than ignored."""
+    tc = getattr(params, "train", None)
+    if tc is None or tc.num_workers != 0:
+        return []
+    local = "train.num_workers = 0 (Ray Train's local mode: training in this process)"
+    problems = []
+    if tc.max_failures:
+        problems.append(Problem("train.max_failures", f"train.max_failures = {tc.max_failures}: {local} cannot "
+                                "restart after a failure; set train.max_failures: 0 (a stopped run continues with "
+                                "`deca train --resume`) or train.num_workers >= 1", ("train.num_workers",)))
+    if tc.placement_strategy != "PACK":
+        problems.append(Problem("train.placement_strategy", f"train.placement_strategy = {tc.placement_strategy!r}: "
+                                f"{local} places no workers; set it to PACK or train.num_workers >= 1",
+                                ("train.num_workers",)))
     return problems
 
 

@@ -19,6 +19,9 @@ import os
 import sys
 import traceback
 
+from deca.errors import DecaError, exception_chain, interrupted
+from deca.params_guard import begin
+
 # name -> (module, one-line help), in stage order.
 COMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("deca.ls_cli", "list every registered task with its splits, metric and sources"),
@@ -35,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("eval.score_cli", "score prediction files against the processed gold; decaScore"),
     "compare": ("eval.compare_cli", "compare runs (MLflow or DVC experiments) task by task, like Table 3"),
     "validate": ("infra.validate_cli", "check params.yaml (and overlays) against the config, dvc.yaml against the code"),
+    "repro": ("infra.repro_cli", "dvc repro with independent stages run at once (--jobs N), recorded by DVC"),
 }
 
 
@@ -78,8 +82,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        from deca.params_guard import begin
-
         finished = begin(args.params) if hasattr(args, "params") else None
         code = int(args._run(args) or 0)
         if finished and code == 0:
@@ -108,7 +110,6 @@ def report_failure(exc: BaseException, verbose: bool = False) -> int:
     a RuntimeError); a closed standard output (a pipe to `head`) ends quietly with 141; an OSError (disk full, permissions) anywhere in the chain names its path. With
     `deca -v` the traceback is printed too.
     """
-    from deca.errors import DecaError, exception_chain, interrupted
 
     if interrupted(exc):
         print("interrupted", file=sys.stderr)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from deca.errors import DataError
+
 MATRIX_FILE = "contamination.json"
 IDS_FILE = "contaminated_ids.json"
 FORMAT = 1
@@ -22,8 +24,6 @@ def split_key(task: str, split: str) -> str:
 def load_flagged(out: str | Path) -> dict[str, set[str]]:
     """``<task>/<split>`` -> the ids flagged in a contamination output folder (its contaminated_ids.json);
     a DataError naming the file when it is not one."""
-    from deca.errors import DataError
-
     path = Path(out) / IDS_FILE
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from deca.errors import ConfigError, DataError
-from deca.registry import SPLITS, Example, NoOptions, Task, all_tasks, set_custom_tasks
+from deca.registry import SPLITS, Example, NoOptions, Task, all_tasks, get_task, set_custom_tasks
 from deca.tasks._lines import iter_json_objects
 
 if TYPE_CHECKING:
@@ -158,8 +158,6 @@ class TaskReader:
     task: str
 
     def __call__(self, split: str, files: Sequence[Path], options: Any) -> Iterator[Example]:
-        from deca.registry import get_task
-
         for path in files:
             if not Path(path).is_file():
                 raise DataError(path, f"{split} file not found", fix="create it, or change the custom task's files "

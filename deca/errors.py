@@ -1,6 +1,9 @@
 """Errors that tell the user which file (and line) is wrong and how to fix it."""
 from __future__ import annotations
 
+import difflib
+import errno
+import re
 from pathlib import Path
 
 
@@ -46,8 +49,6 @@ class DownloadError(DecaError):
 def did_you_mean(name: str, known, n: int = 1, quote: bool = True) -> str:
     """' (did you mean 'x'?)' naming the closest known names (edit distance, ignoring case), or '' when none
     is close."""
-    import difflib
-
     by_folded: dict[str, list[str]] = {}
     for k in map(str, known):
         by_folded.setdefault(k.casefold(), []).append(k)
@@ -100,12 +101,10 @@ class WriteError(DecaError, OSError):
                          str(where if where is not None else Path(filename).parent))
 
     def __str__(self) -> str:
-        import errno as codes
-
-        if self.errno in (codes.ENOSPC, codes.EDQUOT):
+        if self.errno in (errno.ENOSPC, errno.EDQUOT):
             fix = (f"free space on the disk that holds {self.filename2} (or write the output elsewhere), "
                    "then run it again")
-        elif self.errno in (codes.EACCES, codes.EPERM, codes.EROFS):
+        elif self.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             fix = f"make {self.filename2} writable (or write the output elsewhere)"
         else:
             fix = f"check that {self.filename2} is a directory that can be written"
@@ -115,8 +114,6 @@ class WriteError(DecaError, OSError):
 def load_refusal(exc: BaseException) -> str:
     """What `torch.load(weights_only=True)` refused, in a few words: the code a planted pickle would have
     run (``it would run code (posix.system)``), else the error's first 200 characters on one line."""
-    import re
-
     found = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)", str(exc))
     if found:
         return f"refused: it would run code ({found.group(1)}), not only load tensors"

@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, Mapping, Protocol
+from urllib.parse import unquote, urlparse
+
+import requests
 
 from deca.errors import DecaError, WriteError
+from deca.io import WRITE_ERRNOS
 
 BATCH = 500  # MLflow's log_batch takes at most 1000 metrics
 
@@ -52,9 +57,6 @@ def check_server(uri: str, timeout: float = 10.0) -> None:
     authenticating proxy's 401/403 counts as up; other URIs pass."""
     if not uri.startswith(("http://", "https://")):
         return
-    import re
-
-    import requests
 
     fix = ("  fix: start it (e.g. `bash infra/mlflow/server.sh`), point MLFLOW_TRACKING_URI at a running server, "
            "or unset MLFLOW_TRACKING_URI to track into sqlite:///mlflow.db here")
@@ -125,10 +127,6 @@ class MLflowLogger:
             raise err from exc
 
     def _write_error(self, exc: OSError, path: Path, artifact_path: str | None) -> OSError:
-        from urllib.parse import unquote, urlparse
-
-        from deca.io import WRITE_ERRNOS
-
         uri = self.client.get_run(self.run_id).info.artifact_uri
         if isinstance(exc, WriteError) or exc.errno not in WRITE_ERRNOS or urlparse(uri).scheme not in ("", "file"):
             return exc

@@ -18,13 +18,14 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from deca.errors import ConfigError
+from deca.io import file_sha256, write_json
+
 RECORDS = Path(".dvc") / "tmp" / "params-digest"
 
 
 def digest(path: Path) -> str:
     """sha256 of the file's bytes ("missing" when there is none: a params file may be absent)."""
-    from deca.io import file_sha256
-
     try:
         return file_sha256(path)
     except FileNotFoundError:
@@ -68,8 +69,6 @@ def _alive(key: str) -> bool:
 
 def recorded(key: str, path: Path, now: str) -> str:
     """The digest this DVC process recorded for `path`, recording `now` when it is the first to ask."""
-    from deca.io import write_json
-
     folder = Path(os.environ.get("DVC_ROOT") or ".") / RECORDS
     record = folder / f"{key}.json"
     try:
@@ -94,8 +93,6 @@ def refusal(params: str | Path, stage: str, when: str) -> str:
 def begin(params: str | Path) -> Callable[[], None]:
     """At the start of a deca command: ConfigError when DVC runs it as a stage and the params file differs from
     the one this DVC run's first stage read. Returns the check to make at its end (a no-op outside DVC)."""
-    from deca.errors import ConfigError
-
     stage = os.environ.get("DVC_STAGE")
     key = dvc_process(stage) if stage else None
     if key is None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import deca.tasks
+from deca.config import from_dict
 from deca.errors import ConfigError, UnknownName
 
 SPLITS = ("train", "validation", "test")
@@ -107,8 +109,6 @@ class Task:
         return self.name.replace(".", "_")
 
     def make_options(self, values: Mapping[str, Any] | None = None) -> Any:
-        from deca.config import from_dict
-
         return from_dict(self.options, values or {}, where=f"prepare.task_options.{self.key}")
 
     def files(self, split: str, raw_dir: str | Path) -> list[Path]:
@@ -150,9 +150,7 @@ def _load_all() -> None:
     global _LOADED
     if _LOADED:
         return
-    import deca.tasks as pkg
-
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules(deca.tasks.__path__), key=lambda m: m.name):
         if not info.name.startswith("_"):
             importlib.import_module(f"deca.tasks.{info.name}")
     _LOADED = True

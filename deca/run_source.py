@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deca.config import tracking_uri
 from deca.errors import ConfigError
+from deca.metric_logging import check_server, client
+from deca.runs import MODEL_URI, RUN_FILE, URI_FORMS, read_run_file, run_folder
 
 RUN_ID = r"[0-9a-f]{32}"
 
@@ -37,9 +40,6 @@ class RunSource:
 
 def store_uri() -> str:
     """The store `deca` commands use: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in this directory."""
-    from deca.config import tracking_uri
-    from deca.metric_logging import check_server
-
     uri = tracking_uri(Path.cwd())
     check_server(uri)
     return uri
@@ -47,8 +47,6 @@ def store_uri() -> str:
 
 def model_version(uri: str, name: str, version: str | None, alias: str | None):
     """MLflow's ModelVersion of `name` at `version` or `alias` in `uri`; ConfigError when there is none."""
-    from deca.metric_logging import client
-
     c = client(uri)
     try:
         return c.get_model_version_by_alias(name, alias) if alias else c.get_model_version(name, version)
@@ -60,8 +58,6 @@ def model_version(uri: str, name: str, version: str | None, alias: str | None):
 
 def resolve_run(source: str, storage_dir: str | Path) -> RunSource:
     """The MLflow run that `source` names (see the module docstring); ConfigError when it names none."""
-    from deca.runs import MODEL_URI, RUN_FILE, URI_FORMS, read_run_file, run_folder
-
     match = MODEL_URI.fullmatch(source)
     if match:
         uri = store_uri()

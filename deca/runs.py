@@ -13,10 +13,10 @@ reproduce, REPRODUCTION) until adopted (`deca reproduce DIR --adopt`); a skipped
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 from typing import Any
-
-import re
 
 from deca.errors import ConfigError, DataError
 from deca.io import write_json
@@ -40,8 +40,6 @@ def reproduction_of(run_file: Path) -> str | None:
 
 def runs_newest_first(storage: str | Path) -> list[Path]:
     """The records of the runs under `storage`, newest first, reproductions left out (each named on stderr)."""
-    import sys
-
     found = []
     for record in sorted(Path(storage).glob(f"*/{RUN_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True):
         of = reproduction_of(record)
@@ -76,8 +74,6 @@ def latest_run_with_model(storage: str | Path) -> Path:
     """The latest run under `storage` that has a best model: later runs without one (a training that failed
     or was stopped before its first validation) are skipped, each named on stderr. The latest run when none has
     one (its error then says so)."""
-    import sys
-
     runs = runs_newest_first(storage)
     for record in runs:
         if best_model_path(record.parent).is_file():

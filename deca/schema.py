@@ -5,6 +5,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+
+from deca.errors import DataError
 
 EXAMPLE_SCHEMA = pa.schema(
     [
@@ -42,8 +45,6 @@ def split_dir(processed_dir: str | Path, task: str, split: str) -> Path:
 
 def shards(processed_dir: str | Path, task: str, split: str) -> list[Path]:
     """The Parquet shards of one task split; a DataError names the directory and the fix when there are none."""
-    from deca.errors import DataError
-
     path = split_dir(processed_dir, task, split)
     files = sorted(path.glob("*.parquet")) if path.is_dir() else []
     if not files:
@@ -55,8 +56,6 @@ def shards(processed_dir: str | Path, task: str, split: str) -> list[Path]:
 
 def bad_shard(path: str | Path, exc: BaseException):
     """The DataError of a processed Parquet shard that does not read (truncated or corrupt), with the fix."""
-    from deca.errors import DataError
-
     path = Path(path)
     task = path.parent.parent.name
     first = " ".join(str(exc).split())[:160]
@@ -66,8 +65,6 @@ def bad_shard(path: str | Path, exc: BaseException):
 
 def shard_rows(path: str | Path) -> int:
     """The rows of one processed shard, read from its footer; `bad_shard`'s DataError when it does not read."""
-    import pyarrow.parquet as pq
-
     try:
         return pq.ParquetFile(path).metadata.num_rows
     except (pa.ArrowException, OSError, ValueError) as exc:
@@ -85,8 +82,6 @@ def read_split(processed_dir: str | Path, task: str, split: str, columns: list[s
 def iter_rows(processed_dir: str | Path, task: str, split: str, columns: list[str] | None = None,
               batch_size: int = 4096) -> Iterator[dict[str, Any]]:
     """Stream rows of one task split as dicts, shard by shard (bounded memory)."""
-    import pyarrow.parquet as pq
-
     for file in shards(processed_dir, task, split):
         for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_size, columns=columns):
             yield from batch.to_pylist()

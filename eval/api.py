@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from deca.errors import DecaError
+from deca.errors import ConfigError, DecaError
+from deca.metric_logging import finite
 from deca.registry import all_tasks, get_task
+from eval.examples import example_stats, kind_of
 from eval.metrics.registry import DECASCORE, ScoreOptions, compute, get_metric
 
 EXAMPLES_SHOWN = 5
@@ -46,8 +48,6 @@ def headline_metric(task_name: str) -> str:
 def check_metrics(tasks: Sequence[str]) -> None:
     """Fail early (a ConfigError naming the task) when a task's headline metric is not registered, e.g. a
     custom task's ``metric`` in params.yaml."""
-    from deca.errors import ConfigError
-
     for task in tasks:
         try:
             get_metric(headline_metric(task))
@@ -82,8 +82,6 @@ def score_task(task_name: str, predictions: Mapping[str, str], gold_rows: Sequen
     metrics = compute(name, preds, rows, options)
     result = {"task": task_name, "n": len(rows), "metrics": metrics, "headline": {"name": name, "value": metrics[name]}}
     if examples:
-        from eval.examples import example_stats, kind_of
-
         try:
             kind = kind_of(name)
         except ValueError:  # a metric without per-example statistics (a custom task's): no interval
@@ -136,8 +134,6 @@ def metric_values(split: str, per_task: Mapping[str, Mapping[str, Any]]) -> dict
     """The metrics of a scored split under their names in deca.metric_logging's one namespace:
     ``<split>/<task>/<metric>``, ``<split>/<task>/headline`` and ``<split>/decascore`` (finite numbers only).
     Figure 3's answer sources, where a result carries them, are eval.sources.source_values'."""
-    from deca.metric_logging import finite
-
     out: dict[str, Any] = {}
     for task, result in per_task.items():
         out.update({f"{split}/{task}/{name}": value for name, value in result["metrics"].items()})

@@ -9,12 +9,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from deca.registry import DECANLP
+from deca.errors import ConfigError, DataError, DecaError
+from deca.io import atomic_write
+from deca.params_file import load_params_file
+from deca.registry import DECANLP, all_tasks
 from eval.labels import TASK_LABELS
 
 log = logging.getLogger(__name__)
@@ -74,8 +80,6 @@ def scores_from_metrics(doc: Mapping[str, Any]) -> dict[str, float]:
 
 def row_from_metrics_file(path: str | Path, label: str | None = None, params_path: str | Path | None = None) -> Row:
     """A row from eval/metrics.json; the strategy comes from the params file when given."""
-    from deca.errors import DataError
-
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -85,8 +89,6 @@ def row_from_metrics_file(path: str | Path, label: str | None = None, params_pat
         raise DataError(path, f"not valid JSON ({exc.msg})", line=exc.lineno, fix="rerun `deca evaluate`") from None
     strategy = ""
     if params_path is not None:
-        from deca.params_file import load_params_file
-
         raw = load_params_file(params_path)
         strategy = ((raw or {}).get("train") or {}).get("strategy", "")
     scores = scores_from_metrics(doc)
@@ -100,8 +102,6 @@ def row_from_metrics_file(path: str | Path, label: str | None = None, params_pat
 
 def dvc_exp_show(repo: str | Path = ".", dvc: str | None = None, all_commits: bool = False) -> list[dict]:
     """`dvc exp show --json` of `repo`, parsed."""
-    from deca.errors import DecaError
-
     exe = dvc or _venv_tool("dvc")
     cmd = [exe, "exp", "show", "--json"] + (["--all-commits"] if all_commits else [])
     env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
@@ -113,9 +113,6 @@ def dvc_exp_show(repo: str | Path = ".", dvc: str | None = None, all_commits: bo
 
 
 def _venv_tool(name: str) -> str:
-    import shutil
-    import sys
-
     beside = Path(sys.executable).with_name(name)
     return str(beside) if beside.exists() else (shutil.which(name) or name)
 
@@ -170,8 +167,6 @@ def mlflow_scores(client, run, split: str, tasks: Iterable[str] | None = None) -
     `tasks`: those to read (None: every task the run has metrics of, custom tasks too). A task not registered
     here (a custom task of other params) is read from its ``<split>/<task>/headline``.
     Returns (scores, which results were used: "evaluate" or "training")."""
-    from deca.registry import all_tasks
-
     registered = all_tasks()
     evaluated = run.data.tags.get(EVALUATED_TAG.format(split=split))
     scores = {}
@@ -200,8 +195,6 @@ def rows_from_mlflow(tracking_uri: str, experiments: Sequence[str] = (), run_ids
     """Rows of MLflow runs: given run ids, or the runs of `experiments` matching `filter_string`. `tasks`:
     the tasks to read (None: all a run has). Runs of the same name are told apart by start time and run id."""
     from mlflow import MlflowClient
-
-    from deca.errors import ConfigError
 
     client = MlflowClient(tracking_uri=tracking_uri)
     if run_ids:
@@ -238,8 +231,6 @@ def mlflow_row(client, run, split: str, tasks: Sequence[str] | None) -> Row | No
 
 
 def _local_time(ms: int) -> str:
-    from datetime import datetime
-
     return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M")
 
 
@@ -299,8 +290,6 @@ def plot(rows: Sequence[Row], tasks: Sequence[str], path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from deca.io import atomic_write
 
     n = max(len(rows), 1)
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(max(8.0, 1.1 * len(tasks) + 4), 4.8),

@@ -40,8 +40,15 @@ import json
 from pathlib import Path
 
 from deca.checks import params_from_args
+from deca.config import tracking_uri
+from deca.contamination import load_flagged
+from deca.errors import ConfigError
+from deca.io import write_json, write_text
+from deca.metric_logging import check_server
 from deca.params_args import add_params_arguments
-from eval.stats import MAX_REPLICATES, MIN_REPLICATES
+from deca.registry import resolve_tasks
+from eval import compare, paired
+from eval.stats import MAX_REPLICATES, MIN_REPLICATES, check_replicates
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -82,10 +89,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from deca.errors import ConfigError
-    from deca.registry import resolve_tasks
-    from eval import compare
-
     if args.runs_a or args.runs_b:
         return run_paired(args)
     params_path = Path(args.params)
@@ -112,9 +115,6 @@ def run(args: argparse.Namespace) -> int:
                                   f"(`dvc exp show` lists them)")
         rows += found
     if use_mlflow:
-        from deca.config import tracking_uri
-        from deca.metric_logging import check_server
-
         uri = args.tracking_uri or tracking_uri(Path.cwd())
         check_server(uri)
         experiments = args.mlflow or [params.train.experiment]
@@ -127,8 +127,6 @@ def run(args: argparse.Namespace) -> int:
 
     cols = compare.columns(rows, tasks)
     if args.out:
-        from deca.io import write_json, write_text
-
         prefix = Path(args.out)
         title = f"decaNLP runs compared ({split} split)"
         write_text(prefix.with_name(prefix.name + ".md"), compare.markdown(rows, cols, title))
@@ -145,10 +143,6 @@ def run(args: argparse.Namespace) -> int:
 
 def run_paired(args: argparse.Namespace) -> int:
     """`deca compare --runs-a ... --runs-b ...`: the paired table (or JSON), and the --out files."""
-    from deca.errors import ConfigError
-    from eval import paired
-    from eval.stats import check_replicates
-
     if not (args.runs_a and args.runs_b):
         raise ConfigError("a paired comparison needs both --runs-a and --runs-b (predictions directories)")
     check_replicates(args.replicates, "--replicates")
@@ -157,8 +151,6 @@ def run_paired(args: argparse.Namespace) -> int:
     result = paired.paired(args.runs_a, args.runs_b, expect=args.expect, replicates=args.replicates, seed=args.seed,
                            flagged=flagged, split=args.split or params.evaluate.split, source=source)
     if args.out:
-        from deca.io import write_json, write_text
-
         prefix = Path(args.out)
         write_text(prefix.with_name(prefix.name + ".txt"), paired.text(result) + "\n")
         write_json(prefix.with_name(prefix.name + ".json"), result)
@@ -169,8 +161,6 @@ def run_paired(args: argparse.Namespace) -> int:
 def contamination_of(option: str | None, default: str) -> tuple[str | None, dict[str, set[str]] | None]:
     """(folder, flagged ids) of --contamination: 'none' -> none; unset -> `default` where it exists; a
     folder given is read (a DataError naming its file when it is not a contamination output)."""
-    from deca.contamination import load_flagged
-
     if option is not None and option.lower() == "none":
         return None, None
     if option is None and not Path(default).is_dir():

@@ -7,11 +7,14 @@ Table 2, then every metric of every task) and ``headline.png`` (headline metric 
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
-from deca.registry import DECANLP
+import matplotlib
+
 from deca.io import atomic_write, write_text
+from deca.registry import DECANLP
 from eval import sources
 from eval.labels import TASK_LABELS
 from eval.metrics.registry import get_metric
@@ -92,8 +95,6 @@ def figure3_chart(scored: Mapping[str, Any], path: str | Path) -> Path:
 
 def bar_chart(scored: Mapping[str, Any], path: str | Path) -> Path:
     """Headline metric per task as a PNG bar chart (matplotlib, Agg backend, no display needed)."""
-    import matplotlib
-
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -131,8 +132,6 @@ def write_plots(scored: Mapping[str, Any], plots_dir: str | Path,
     """The files of `dvc plots show`: per_task.csv and per_task.png (headline per task), figure3.csv and
     figure3.png (when the results carry sources), and loss.png / validation.png copied from `curves` (a
     training run's plots) or, without one, an image saying so."""
-    import shutil
-
     plots_dir = Path(plots_dir)
     rows = ["task,metric,score"] + [f"{t},{r['headline']['name']},{r['headline']['value']:.4f}"
                                     for t, r in _results(scored).items()]
@@ -153,8 +152,6 @@ def write_plots(scored: Mapping[str, Any], plots_dir: str | Path,
 
 def note_image(path: str | Path, text: str) -> Path:
     """A small PNG that only says `text` (where a plot is expected but there is nothing to plot)."""
-    import matplotlib
-
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -18,7 +18,8 @@ from deca.schema import read_split
 from deca.text import SURROGATE_FIX, lone_surrogate, may_hold_surrogates
 from eval.api import PredictionMismatch, decascore, metric_values, score_task
 from eval.metrics.registry import ScoreOptions
-from eval.sources import source_values
+from eval.sources import metrics_entry, source_values
+from eval.stats import Sample, estimate
 
 log = logging.getLogger(__name__)
 GOLD_COLUMNS = ["id", "answer", "answers", "gold"]
@@ -144,8 +145,6 @@ def metrics_document(scored: Mapping[str, Any]) -> dict:
     """The flat-ish JSON written for `dvc metrics`: per task every metric plus its headline value, and
     the headline's 95% bootstrap ``interval`` (and ``decascore_interval``) when computed (`add_intervals`), and
     a ``source`` object (Figure 3: shares of answer tokens per source, eval.sources) when the result has one."""
-    from eval.sources import metrics_entry
-
     results = scored["results"] if "results" in scored else {scored["task"]: scored}
     doc: dict[str, Any] = {"split": scored["split"]}
     if "decascore" in scored:
@@ -164,8 +163,6 @@ def add_intervals(scored: dict, replicates: int = 1000, seed: int = 0) -> dict:
     """Give every result that carries per-example statistics (``examples``, eval.api.score_task) its 95%
     bootstrap ``interval`` [low, high], and the scored split a ``decascore_interval`` (eval.stats); the
     statistics themselves are dropped from the results. Returns `scored`."""
-    from eval.stats import Sample, estimate
-
     results = scored["results"]
     samples = {t: Sample.of(r["examples"]["kind"], r["examples"]["values"]) for t, r in results.items()
                if r.get("examples")}

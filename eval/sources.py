@@ -15,6 +15,7 @@ The values are logged as ``<split>/<task>/source/<source>_share`` and ``.../sour
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -109,8 +110,6 @@ def csv_text(per_task: Mapping[str, Mapping[str, Any]]) -> str:
 
 def wrap(name: str, width: int = 12) -> str:
     """A task name broken after '.' or '_' into lines of about `width` characters (axis labels)."""
-    import re
-
     lines = [""]
     for piece in re.findall(r"[^._]+[._]?|[._]", name):
         if lines[-1] and len(lines[-1]) + len(piece) > width:

@@ -19,24 +19,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tqdm import tqdm
 
 from deca.checks import EVALUATED_SPLITS, check_params
+from deca.contamination import load_flagged
 from deca.errors import ConfigError, DataError
 from deca.io import check_writable, file_sha256, write_json, write_text
 from deca.metric_logging import MetricLogger, MLflowLogger, TrackingServerDown, check_server
 from deca.registry import get_task, resolve_tasks
-from deca.staging import Staging
+from deca.runs import resolve_checkpoint
 from deca.schema import read_split
+from deca.staging import Staging
 from eval.api import check_metrics, decascore, score_task
+from eval.clean import clean_scores
+from eval.curves import plot_run
 from eval.report import bar_chart, figure3_chart, markdown, write_plots
 from eval.score import add_intervals, log_scores, metrics_document, task_options
 from eval.sources import summarize
 from infer.limits import InputLimits
 from infer.predict import check_answer_length, pick_device
+from mqan.checkpoint import load_model
 from mqan.decode import decode
 from mqan.precision import DECODING, check as check_precision, resolve as resolve_precision
-from mqan.checkpoint import load_model
-from deca.runs import resolve_checkpoint
 
 log = logging.getLogger("deca.evaluate")
 
@@ -117,8 +121,6 @@ def predict_and_score(params, model, vocab, data: dict[str, list[dict]], device,
     """({task: [prediction records]}, the scored split: decaScore and per-task results with 95% intervals). Each
     record keeps the example's statistics of its task's headline metric (``stats``, eval.examples), so that
     `deca compare --runs-a/--runs-b` can resample them."""
-    from tqdm import tqdm
-
     ec = params.evaluate
     options_for = task_options(ec.split, params.data.raw_dir, None, None, progress=False)
     predictions, results = {}, {}
@@ -146,7 +148,6 @@ def read_flagged(contamination: str | None) -> tuple[str, dict[str, set[str]]] |
         if contamination:
             log.info("no contamination output in %s (`deca contamination`): no clean scores", contamination)
         return None
-    from deca.contamination import load_flagged
 
     return str(contamination), load_flagged(contamination)
 
@@ -157,7 +158,6 @@ def add_clean(scored: dict, predictions: Mapping[str, Sequence[Record]], data: M
     (read_flagged) does not flag (eval.clean); none when there is no such output."""
     if flagged is None:
         return scored
-    from eval.clean import clean_scores
 
     source, ids = flagged
     by_id = {task: {p["id"]: p["prediction"] for p in records} for task, records in predictions.items()}
@@ -262,7 +262,6 @@ def training_curves(run_info: Mapping[str, Any], out_dir: str) -> dict[str, Path
     """{"loss": png, "validation": png} of the run's MLflow curves ({} without a run or a reachable server)."""
     if not (run_info.get("mlflow_run_id") and run_info.get("tracking_uri")):
         return {}
-    from eval.curves import plot_run
 
     try:
         return {p.stem: p for p in plot_run(run_info["tracking_uri"], run_info["mlflow_run_id"], out_dir)}

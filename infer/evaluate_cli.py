@@ -30,6 +30,7 @@ import dataclasses
 from deca.checks import checked_params
 from deca.params_args import add_params_arguments, parse_overrides
 from deca.runs import add_model_arguments
+from mqan.allocator import keep_large_blocks
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +62,6 @@ def output_paths(out: str) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mqan.allocator import keep_large_blocks
     from infer.evaluate import evaluate
 
     keep_large_blocks()

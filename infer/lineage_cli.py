@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 
 from deca.checks import params_from_args
-from deca.params_args import add_params_arguments
 from deca.lineage import PREFIX, chain
+from deca.metric_logging import check_server
+from deca.params_args import add_params_arguments
+from deca.run_source import resolve_run
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,8 +41,6 @@ def run(args: argparse.Namespace) -> int:
 
 def resolve(source: str, storage_dir: str) -> tuple[str, str, list[str], dict[str, str] | None]:
     """(tracking URI, run id, model lines, the version's tags or None) of what `source` names."""
-    from deca.run_source import resolve_run
-
     found = resolve_run(source, storage_dir)
     mv = found.version
     if mv is not None:
@@ -51,7 +51,6 @@ def resolve(source: str, storage_dir: str) -> tuple[str, str, list[str], dict[st
 
 def lineage_of(source: str, storage_dir: str) -> tuple[list[str], list[str]]:
     """(lines, missing links) of the lineage of `source` (see the module docstring)."""
-    from deca.metric_logging import check_server
     from infer.registry import run_and_models
 
     uri, run_id, lines, version_tags = resolve(source, storage_dir)

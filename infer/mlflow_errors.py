@@ -20,6 +20,7 @@ import json
 
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+from mlflow.pyfunc import scoring_server
 
 from deca.errors import DecaError
 
@@ -46,8 +47,6 @@ def one_line(error: Exception) -> str:
 def refuse_deep_json() -> bool:
     """Make MLflow's scoring server answer a body nested too deeply for `json.loads` with a 400 BadModelInput
     instead of a 500; False where this MLflow has no `_decode_json_input` to wrap (the serve test says so)."""
-    from mlflow.pyfunc import scoring_server
-
     decode = getattr(scoring_server, "_decode_json_input", None)
     if decode is None:
         return False

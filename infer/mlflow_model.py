@@ -40,10 +40,18 @@ from typing import Any, Mapping
 
 import mlflow
 import pandas as pd
+from mlflow.models import ModelSignature
+from mlflow.types.schema import Array, ColSpec, Object, ParamSchema, ParamSpec, Property, Schema
 
+import deca
 from deca.errors import ConfigError, DataError, DecaError
 from deca.io import file_sha256
 from infer.limits import InputLimits
+from infer.mlflow_errors import FIX, BadModelInput, one_line, refuse_deep_json
+from infer.serve.examples import EXAMPLES
+from mqan.allocator import keep_large_blocks
+from mqan.vectors import PACKAGED, open_source
+from mqan.vocab import Vocab
 
 NAME = "model"  # the model's name in its run: runs:/<run id>/model
 ENTRY = Path(__file__).with_name("mlflow_entry.py")
@@ -65,9 +73,7 @@ class DecaModel(mlflow.pyfunc.PythonModel):
 
     def load_context(self, context) -> None:
         """Load the checkpoint of the model's artifacts with its vectors, on model_config's device."""
-        from infer.mlflow_errors import refuse_deep_json
         from infer.predict import lowercase_of, pick_device
-        from mqan.allocator import keep_large_blocks
 
         config = dict(context.model_config or {})
         keep_large_blocks()
@@ -98,7 +104,6 @@ class ModelLimits(InputLimits):
 def checked_input(model_input, params: Mapping[str, Any]) -> tuple[list[dict], int | None, int]:
     """(requests, max_answer_length, batch_size) of one predict call, checked as `deca predict` checks them; the
     first bad one is a BadModelInput: its one line names the field, and `mlflow models serve` answers 400."""
-    from infer.mlflow_errors import FIX, BadModelInput, one_line
     from infer.predict import check_answer_length, read_requests
 
     try:
@@ -125,8 +130,6 @@ def load_logged(checkpoint: Path, refs: Mapping[str, dict], device, config: Mapp
     """(model in eval mode on `device`, vocabulary, the checkpoint's extra) of a logged checkpoint, its vector
     sources found on this machine (`local_source`) and checked against the recorded fingerprints."""
     from mqan.checkpoint import model_from_payload, read_checkpoint
-    from mqan.vectors import open_source
-    from mqan.vocab import Vocab
 
     sources = {key: open_source(local_source(key, ref, config.get(key))) for key, ref in refs.items()}
     payload = read_checkpoint(checkpoint, device)
@@ -161,8 +164,6 @@ def local_source(key: str, ref: Mapping[str, Any], override: str | None = None) 
 def vector_references(payload: Mapping[str, Any]) -> dict[str, dict]:
     """vectors.json: for each pre-trained source of a checkpoint, its record (name, fingerprint, words, dim)
     and where it comes from: the pinned pip package of a packaged source, or the absolute path of a file."""
-    from mqan.vectors import PACKAGED
-
     refs = {}
     for key in SOURCE_KEYS:
         recorded = (payload.get("vectors") or {}).get(key)
@@ -180,8 +181,6 @@ def vector_references(payload: Mapping[str, Any]) -> dict[str, dict]:
 def project_pins() -> dict[str, str]:
     """{canonical name: "name==version"} of the project's requirements.txt, then constraints.txt (the pins
     `make install` installs); {} where the project is installed without them."""
-    import deca
-
     root = Path(deca.__file__).resolve().parents[1]
     pins: dict[str, str] = {}
     for name in ("constraints.txt", "requirements.txt"):  # requirements.txt wins
@@ -213,9 +212,6 @@ def pip_requirements(refs: Mapping[str, dict]) -> list[str]:
 
 def signature():
     """context, question[, id] -> id, answer, tokens; params max_answer_length (None: the model's) and batch_size."""
-    from mlflow.models import ModelSignature
-    from mlflow.types.schema import Array, ColSpec, Object, ParamSchema, ParamSpec, Property, Schema
-
     from mqan.decode import SOURCES
 
     weights = Object([Property(source, "double") for source in SOURCES])
@@ -230,8 +226,6 @@ def signature():
 
 def input_example(extra: Mapping[str, Any]) -> pd.DataFrame:
     """An example question of (up to three of) the tasks the model was trained on; SST's when none has one."""
-    from infer.serve.examples import EXAMPLES
-
     tasks = ((extra.get("params") or {}).get("train") or {}).get("tasks") or []
     chosen = [t for t in tasks if t in EXAMPLES][:3] or ["sst"]
     return pd.DataFrame([{"id": t, "context": EXAMPLES[t].context, "question": EXAMPLES[t].question}

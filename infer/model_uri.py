@@ -15,9 +15,12 @@ from pathlib import Path
 import mlflow
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
+from mlflow.models import Model
+from mlflow.tracking._tracking_service import utils
 
 from deca.config import tracking_uri
 from deca.errors import ConfigError
+from deca.metric_logging import check_server
 from deca.runs import MODEL_URI, URI_FORMS
 
 
@@ -25,8 +28,6 @@ from deca.runs import MODEL_URI, URI_FORMS
 def tracking(uri: str):
     """MLflow's fluent API (and so its registry, unless MLFLOW_REGISTRY_URI says otherwise) pointed at `uri` for
     the duration; the URI set before, and $MLFLOW_TRACKING_URI, which MLflow rewrites, are restored after."""
-    from mlflow.tracking._tracking_service import utils
-
     before, env = getattr(utils, "_tracking_uri", None), os.environ.get("MLFLOW_TRACKING_URI")
     mlflow.set_tracking_uri(uri)
     try:
@@ -39,8 +40,6 @@ def tracking(uri: str):
 
 def registry_uri() -> str:
     """The store `deca` commands use: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in this directory."""
-    from deca.metric_logging import check_server
-
     uri = tracking_uri(Path.cwd())
     check_server(uri)
     return uri
@@ -65,8 +64,6 @@ def model_cache() -> Path:
 
 def model_checkpoint(uri: str, store: str | None = None) -> Path:
     """The checkpoint file of the registered model `uri` (URI_FORMS), downloaded once into the cache."""
-    from mlflow.models import Model
-
     match = MODEL_URI.fullmatch(uri)
     if match is None:
         raise ConfigError(f"--model {uri}: expected {URI_FORMS} (or use --run DIR / --checkpoint FILE)")

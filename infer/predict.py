@@ -8,6 +8,7 @@ Answers come from mqan.decode (the same batched greedy loop as validation and `d
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -93,8 +94,6 @@ def checked_request(record: dict, lineno: int, name: str, limits: InputLimits, f
 def request_lines(path: str) -> tuple[list[str], str]:
     """(the lines, the name for errors) of a requests file, `-` for standard input; a DataError names the line of
     the first bytes that are not UTF-8."""
-    import sys
-
     if path == "-":
         data, name = sys.stdin.buffer.read(), "<stdin>"
     elif not Path(path).is_file():

@@ -23,11 +23,15 @@ import json
 import sys
 from pathlib import Path
 
+from tqdm import tqdm
+
 from deca.checks import params_from_args
-from deca.params_args import add_params_arguments
-from deca.runs import add_model_arguments
 from deca.errors import ConfigError
+from deca.io import check_writable, write_text
+from deca.params_args import add_params_arguments
+from deca.runs import add_model_arguments, resolve_checkpoint
 from infer.limits import MAX_CONTEXT_CHARS, InputLimits
+from mqan.allocator import keep_large_blocks
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -69,15 +73,10 @@ def requests(args: argparse.Namespace) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from deca.io import check_writable, write_text
-    from mqan.allocator import keep_large_blocks
     from infer.predict import check_answer_length, lowercase_of, pick_device, request_row
     from mqan.checkpoint import load_model
     from mqan.decode import decode
     from mqan.precision import DECODING, resolve
-    from deca.runs import resolve_checkpoint
 
     for option in ("batch_size", "max_chars"):
         if getattr(args, option) < 1:

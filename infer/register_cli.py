@@ -30,8 +30,9 @@ import argparse
 import time
 
 from deca.checks import params_from_args
-from deca.params_args import add_params_arguments
 from deca.errors import ConfigError
+from deca.params_args import add_params_arguments
+from deca.runs import run_folder
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
 def register(run: str | None, name: str | None, aliases: tuple[str, ...], storage_dir: str) -> int:
     """Log (and register) the best model of `run`; prints what was done."""
     from infer.registry import register_run
-    from deca.runs import run_folder
 
     if aliases and not name:
         raise ConfigError("--alias needs --name (or train.register_model): aliases belong to registered versions")

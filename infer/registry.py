@@ -15,6 +15,7 @@ tracking server (infra/mlflow), whose artifacts are proxied.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import tempfile
 from dataclasses import dataclass
@@ -26,8 +27,10 @@ from mlflow.exceptions import MlflowException
 
 from deca.errors import ConfigError, DataError
 from deca.io import file_sha256
-from infer.mlflow_model import CHECKPOINT_TAG, NAME, log_model
+from deca.lineage import PREFIX
+from deca.metric_logging import check_server
 from deca.runs import RUN_FILE, best_model_path, read_run_file
+from infer.mlflow_model import CHECKPOINT_TAG, NAME, log_model
 from infer.model_uri import model_version, registry_uri, tracking
 
 ALIAS = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -48,8 +51,6 @@ class Registered:
 def register_run(run_dir: str | Path, name: str | None = None, aliases: tuple[str, ...] = ()) -> Registered:
     """Log the best model of run `run_dir` into its MLflow run (unless already there) and, with `name`,
     register it as a new version of `name`, moving `aliases` to that version."""
-    from deca.metric_logging import check_server
-
     run_dir = Path(run_dir)
     checkpoint = best_model_path(run_dir)
     if not checkpoint.is_file():
@@ -79,8 +80,6 @@ def register_run(run_dir: str | Path, name: str | None = None, aliases: tuple[st
 
 def lineage_tags(client: MlflowClient, run_id: str) -> dict[str, str]:
     """The ``lineage.*`` tags of a run (deca/lineage.py), which a registered version carries too."""
-    from deca.lineage import PREFIX
-
     return {k: v for k, v in client.get_run(run_id).data.tags.items() if k.startswith(PREFIX)}
 
 
@@ -148,8 +147,6 @@ def versions(name: str, uri: str | None = None) -> list[dict]:
 def run_and_models(uri: str, run_id: str):
     """(the MLflow Run `run_id` of store `uri`, ids of the models it logged, its lineage/lineage.json or None);
     ConfigError naming the store when there is no such run."""
-    import json
-
     client = MlflowClient(tracking_uri=uri)
     try:
         run = client.get_run(run_id)

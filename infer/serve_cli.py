@@ -30,13 +30,16 @@ import math
 import os
 import signal
 import sys
+import time
 
 from deca.checks import params_from_args
-from deca.params_args import add_params_arguments
-from deca.runs import add_model_arguments
 from deca.errors import ConfigError
+from deca.params_args import add_params_arguments
+from deca.runs import add_model_arguments, resolve_checkpoint
 from infer.limits import MAX_CONTEXT_CHARS, InputLimits
-from infer.serve.engine import BATCH_TOKENS, SLICE_MS
+from infer.serve.engine import BATCH_TOKENS, SLICE_MS, Predictor
+from infer.serve.schema import Limits
+from mqan.allocator import keep_large_blocks
 
 GRACE_S = 30.0  # infer.serve.app.GRACE_S, without importing FastAPI for --help
 
@@ -89,7 +92,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def check(args: argparse.Namespace):
     """The request limits of `args`, after refusing inconsistent options (ConfigError)."""
     from infer.predict import check_answer_length, pick_device
-    from infer.serve.schema import Limits
 
     for name in ("max_batch", "max_requests", "max_chars", "batch_tokens", "threads"):
         if getattr(args, name) < 1:
@@ -119,8 +121,6 @@ def check(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from deca.runs import resolve_checkpoint
-
     limits = check(args)
     params = params_from_args(args)
     if args.model:
@@ -142,9 +142,7 @@ def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
     """Load the model, bind the port, serve with uvicorn until interrupted."""
     import torch
 
-    from mqan.allocator import keep_large_blocks
     from infer.serve.app import LocalBackend, bind, create_app, serve_local
-    from infer.serve.engine import Predictor
 
     keep_large_blocks()
     torch.set_num_threads(args.threads)
@@ -161,8 +159,6 @@ def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
 def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
     """Deploy on Ray Serve and wait for SIGTERM, then drain (infer/serve/ray_app.py); Serve and Ray are shut
     down on the way out, also on Ctrl-C (130, without a drain)."""
-    import time
-
     from infer.serve.ray_app import ServeConfig, drain_ray, start_ray, stop_ray
 
     config = ServeConfig(path, vocab, args.device, args.max_batch, args.max_wait_ms, args.max_answer_length, limits,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import re
 import shlex
@@ -28,10 +29,12 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-
 from deca.config import Params, from_dict
-from deca.params_file import load_params_file
+from deca.custom_tasks import make_tasks
 from deca.errors import ConfigError
+from deca.params_file import load_params_file
+from deca.registry import all_tasks
+from infra import stages
 from infra.params_yaml import write
 
 
@@ -95,8 +98,6 @@ def overrides(overlay: Mapping[str, Any]) -> list[str]:
 def validate(params: Mapping[str, Any], where: str) -> Params:
     """Load the merged params strictly, then check each task's options against that task."""
     loaded = from_dict(Params, params, where=where)
-    from deca.custom_tasks import make_tasks
-    from deca.registry import all_tasks
 
     tasks = [t for t in all_tasks().values() if t.group != "custom"] + make_tasks(loaded)  # nothing registered
     by_key = {t.key: t for t in tasks}
@@ -125,7 +126,6 @@ def apply(params_path: str | Path, combined: Mapping[str, Any], dvc_yaml: str | 
     write(params_path, combined)
     dvc_yaml = Path(dvc_yaml) if dvc_yaml else Path(params_path).with_name("dvc.yaml")
     if "tasks" in (combined.get("data") or {}) and dvc_yaml.exists():
-        from infra import stages
 
         stages.main(["--write", "--dvc-yaml", str(dvc_yaml), "--params", str(params_path)])
         changed.append(str(dvc_yaml))
@@ -148,7 +148,6 @@ def dvc_running(params_path: str | Path) -> str | None:
     releases its repository lock while a command runs) or a DVC command between stages (.dvc/tmp/lock, which
     DVC holds with flock). Writing params.yaml then would change the experiment that runs (README: experiments
     side by side)."""
-    import json
 
     root = next((d for d in Path(params_path).resolve().parents if (d / ".dvc").is_dir()), None)
     if root is None:
@@ -169,7 +168,7 @@ def dvc_running(params_path: str | Path) -> str | None:
     except (OSError, ValueError, AttributeError):
         pass
     try:
-        import fcntl
+        import fcntl  # POSIX only: the ImportError below is the other systems
     except ImportError:  # Windows: not checked
         return None
     if (tmp / "lock").is_file():

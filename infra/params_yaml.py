@@ -7,6 +7,9 @@ import io
 from pathlib import Path
 from typing import Any, Mapping
 
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
 from deca.io import write_text
 
 
@@ -17,8 +20,6 @@ def write(params_path: str | Path, combined: Mapping[str, Any]) -> None:
     Floats are written with a decimal point (1.0e-09, not 1e-09): YAML 1.1 readers such as PyYAML,
     which deca.config uses, read '1e-09' as a string. (DVC's `-S` writes the short form.)
     """
-    from ruamel.yaml import YAML
-    from ruamel.yaml.comments import CommentedMap
 
     yaml_rt = YAML()
     yaml_rt.preserve_quotes = True
@@ -34,7 +35,6 @@ def write(params_path: str | Path, combined: Mapping[str, Any]) -> None:
 
 
 def _merge_into(doc: Any, overlay: Mapping[str, Any]) -> None:
-    from ruamel.yaml.comments import CommentedMap
 
     for key, value in overlay.items():
         if isinstance(value, Mapping) and value and isinstance(doc.get(key), Mapping):
@@ -45,7 +45,6 @@ def _merge_into(doc: Any, overlay: Mapping[str, Any]) -> None:
 
 def _flow(value: Any) -> Any:
     """New mappings and lists in flow style ({a: 1}, [x, y]), like the hand-written params.yaml."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     if isinstance(value, Mapping):
         out = CommentedMap((k, _flow(v)) for k, v in value.items())

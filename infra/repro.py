@@ -1,5 +1,6 @@
-"""`make run`'s view of `dvc repro`: one line per stage ("[n/N] stage: ran in 12 s" or "unchanged"),
-the stage's own output in a log file, and its last lines when a stage fails.
+"""A view of `dvc repro`: one line per stage ("[n/N] stage: ran in 12 s" or "unchanged"), the stage's own
+output in a log file, and its last lines when a stage fails. `deca repro --jobs 1` runs it (`make run JOBS=1`);
+with more jobs, `deca repro` runs the stages at once itself (infra/jobs.py).
 
 `dvc repro` prints everything every stage prints (Beam's warnings, Ray's start-up, MLflow's database
 migration): thousands of lines in which a newcomer cannot tell where the pipeline is. This wrapper
@@ -7,7 +8,7 @@ runs the same `dvc repro` (extra arguments are passed on), writes all of its out
 (default `.dvc/tmp/repro.log`), and prints where it is. Training's own progress line is shown as it
 updates. The exit status is dvc's.
 
-    python -m infra.repro                 # what `make run` does
+    python -m infra.repro                 # `make run JOBS=1`
     python -m infra.repro train           # up to one stage, as `dvc repro train`
 
 Before dvc starts, params.yaml is read as every deca command reads it (deca.params_file.load_params_file: a size
@@ -21,6 +22,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from deca.errors import ConfigError
+from deca.params_file import load_params_file
 
 RUNNING = re.compile(r"^Running stage '([^']+)'")
 SKIPPED = re.compile(r"^Stage '([^']+)' didn't change, skipping")
@@ -70,8 +74,6 @@ class Reporter:
 
 def params_refused(params_path: Path) -> str | None:
     """Why DVC must not read `params_path` (its one-line error), else None (also when there is none)."""
-    from deca.params_file import load_params_file
-    from deca.errors import ConfigError
 
     try:
         if params_path.is_file():

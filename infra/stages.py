@@ -23,11 +23,22 @@ pipeline there, before any output is touched. A dvc.yaml without these blocks ge
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
+import json
 import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
+
+from deca.checks import load_params
+from deca.custom_tasks import declare
+from deca.io import write_text
+from deca.params_file import load_params_file
+from deca.registry import all_tasks, get_task, resolve_tasks
+from infra.codedeps import closure
+from infra.params_yaml import write
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "# BEGIN tasks"
@@ -70,7 +81,6 @@ _TABLE: dict[str, dict[str, str]] | None = None
 def _all_entries() -> dict[str, dict[str, str]]:
     global _TABLE
     if _TABLE is None:
-        from deca.registry import all_tasks
 
         _TABLE = {}
         for name, task in all_tasks().items():
@@ -91,9 +101,6 @@ def entries(params_path: str | Path = ROOT / "params.yaml") -> dict[str, dict[st
     shared by the tasks whose raw files live in that folder (e.g. woz.en and woz.de).
     ``custom``: {custom task name: [its JSONL files]}: one ``prepare_<name>`` stage each (custom_stages).
     """
-    from deca.checks import load_params
-    from deca.custom_tasks import declare
-    from deca.registry import get_task, resolve_tasks
 
     params = load_params(params_path)
     declare(params)
@@ -117,7 +124,6 @@ def _flow(mapping: dict[str, str]) -> str:
 
 
 def _scalar(value: str) -> str:
-    import json
 
     return value if value and all(ch.isalnum() or ch in "._-" for ch in value) else json.dumps(value)
 
@@ -136,11 +142,7 @@ def render(tables: dict[str, dict[str, dict[str, str]]]) -> str:
 def missing_task_options(tables, params_path: str | Path = ROOT / "params.yaml") -> dict[str, dict]:
     """Task keys without an entry under prepare.task_options (DVC needs every declared param to exist),
     with each task's default options."""
-    import dataclasses
 
-    from deca.registry import get_task
-
-    from deca.params_file import load_params_file
 
     raw = load_params_file(params_path) or {}
     have = ((raw.get("prepare") or {}).get("task_options") or {})
@@ -163,7 +165,6 @@ def current(dvc_yaml: str | Path = ROOT / "dvc.yaml") -> dict[str, Any]:
 
 def code_deps(tables: dict[str, dict[str, dict[str, str]]]) -> dict[str, list[str]]:
     """Stage -> the source files its command imports (task modules excluded: they are per item)."""
-    from infra.codedeps import closure
 
     task_modules = sorted({f"deca.tasks.{e['module'][:-3]}" for e in tables["tasks"].values()})
     task_files = {f"deca/tasks/{e['module']}" for e in tables["tasks"].values()}
@@ -291,7 +292,6 @@ def main(argv: list[str] | None = None) -> int:
     text = path.read_text(encoding="utf-8")
     updated = generate(text, want)
     if args.check:
-        import difflib
 
         ok = updated == text and not options
         if updated != text:
@@ -305,12 +305,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path}: out of date; run `python -m infra.stages --write`", file=sys.stderr)
         return 1
     if args.write:
-        from deca.io import write_text
 
         write_text(path, updated)
         print(f"{path}: {counts(want)}, code dependencies up to date")
         if options:
-            from infra.params_yaml import write
 
             write(args.params, {"prepare": {"task_options": options}})
             print(f"{args.params}: added prepare.task_options for {', '.join(options)} (the tasks' defaults)")

@@ -28,9 +28,13 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterator
 
-from deca.params_file import key_lines, load_params_file, parse_yaml
-from deca.params_args import add_params_arguments, parse_overrides
+from deca.checks import COMMANDS, checked_params, leaves
 from deca.errors import ConfigError, DataError
+from deca.io import write_text
+from deca.params_args import add_params_arguments, parse_overrides
+from deca.params_file import key_lines, load_params_file, parse_yaml
+from infra import stages
+from train.schedule import from_config
 
 STAMP_TEXT = ("params.yaml passed `deca validate` (dvc.yaml's validate stage); the stages that read params "
               "depend on this file, so that they start only after that check\n")
@@ -54,7 +58,6 @@ def layers() -> dict[str, Any]:
     from eval.api import check_metrics
     from eval.gate import check_config
     from train.choices import allowed_values
-    from train.schedule import from_config
 
     return {"schedule": from_config, "metrics": check_metrics, "vectors": find_vectors, "gate": check_config,
             "choices": allowed_values()}
@@ -91,7 +94,6 @@ def layered(overlays: list[str], sets: list[str]) -> tuple[dict[str, Any], dict[
 
 def check(params_path: str, overlays: list[str], sets: list[str]) -> str:
     """A one-line summary of valid params; a ConfigError listing every problem otherwise."""
-    from deca.checks import COMMANDS, checked_params, leaves
 
     overrides, origin = layered(overlays, sets)
     # task names resolve against the custom tasks too (declared)
@@ -130,7 +132,6 @@ def undo_experiment(params_path: str, error: ConfigError) -> str | None:
     if not changed or not all(any(k == r or k.startswith(r + ".") or r.startswith(k + ".") for r in refused)
                               for k in changed):
         return None
-    from deca.io import write_text
 
     write_text(path, before)
     return (f"{path}: put back as in {rev[:7]}: the experiment's {', '.join(sorted(changed))} "
@@ -139,7 +140,6 @@ def undo_experiment(params_path: str, error: ConfigError) -> str | None:
 
 def write_stamp(path: str) -> None:
     """The validate stage's output: its text never changes (the stages after it rerun only for what they read)."""
-    from deca.io import write_text
 
     stamp = Path(path)
     if not stamp.is_file() or stamp.read_text(encoding="utf-8") != STAMP_TEXT:
@@ -148,7 +148,6 @@ def write_stamp(path: str) -> None:
 
 def check_dvc_yaml(dvc_yaml: str, params_path: str, params_ok: bool) -> bool:
     """dvc.yaml's generated blocks against the registry and the code (params.yaml's data.tasks)."""
-    from infra import stages
 
     if not Path(dvc_yaml).exists():
         raise ConfigError(f"{dvc_yaml}: not found (run from the project root, or pass --dvc-yaml none)")

@@ -24,10 +24,12 @@ Token-budget batches come in many shapes, and the cache grew a GloVe-recipe SST 
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import os
 
 import torch
+from torch.ao.quantization import default_dynamic_qconfig, quantize_dynamic
 
 from deca.errors import ConfigError
 
@@ -87,10 +89,6 @@ def quantized(model: torch.nn.Module) -> torch.nn.Module:
     """`model` with its output projection W_v int8-quantized (dynamic: weights int8, activations quantized per
     batch), for decoding on a CPU. The model itself is left as it was (a quantized copy of W_v replaces it
     in a shallow copy of the model)."""
-    import copy
-
-    from torch.ao.quantization import default_dynamic_qconfig, quantize_dynamic
-
     clone = copy.copy(model)
     clone._modules = dict(model._modules)  # noqa: SLF001  (a shallow copy that does not share its module table)
     clone._modules["out"] = quantize_dynamic(torch.nn.Sequential(model.out), {torch.nn.Linear: default_dynamic_qconfig},

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -143,8 +144,6 @@ def _stamp(path: Path) -> tuple:
 
 
 def _open_packaged(name: str) -> VectorSource:
-    import importlib
-
     spec = PACKAGED[name]
     try:
         module = importlib.import_module(spec.module)

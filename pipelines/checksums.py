@@ -148,7 +148,7 @@ class VerifiedState:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path.with_name(STATE_NAME + ".lock"), "a") as lock:
             try:
-                import fcntl
+                import fcntl  # POSIX only: where it is missing, the ImportError below
 
                 fcntl.flock(lock, fcntl.LOCK_EX)
             except (ImportError, OSError):  # no advisory locks here: last writer wins (a cache only)

@@ -26,6 +26,7 @@ import logging
 
 from deca.checks import params_from_args
 from deca.params_args import add_params_arguments
+from deca.registry import resolve_tasks
 
 LOG = logging.getLogger("deca.contamination")
 PASS_THROUGH = "beam_args"
@@ -58,7 +59,6 @@ def _selectors(values):
 
 
 def run(args: argparse.Namespace) -> int:
-    from deca.registry import resolve_tasks
     from pipelines import contamination
 
     if not getattr(args, "verbose", False):

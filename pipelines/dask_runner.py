@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
+from urllib.parse import urlsplit
 
 from pipelines import beam_logging  # noqa: F401  (first: quiets Beam's import-time warning)
 
@@ -269,9 +271,6 @@ def probe(address: str, timeout: float = 4.0) -> None:
     """Raise OSError at once when nothing listens at a tcp:// or tls:// scheduler address (a refused port):
     Dask's client would retry until its connection timeout (30 s) before saying so. A port that does not
     answer within `timeout` is left to the client's own timeout; other protocols are not probed."""
-    import socket
-    from urllib.parse import urlsplit
-
     url = urlsplit(address if "://" in address else f"tcp://{address}")
     if url.scheme not in ("tcp", "tls") or not url.hostname or not url.port:
         return

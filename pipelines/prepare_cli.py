@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from deca.checks import params_from_args
+from deca.errors import DataError
 from deca.params_args import add_params_arguments
+from deca.registry import resolve_tasks
 
 LOG = logging.getLogger("deca.prepare")
 
@@ -85,8 +87,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run one of the two modes (see the module help)."""
-    from deca.registry import resolve_tasks
-
     if not getattr(args, "verbose", False):
         logging.getLogger("apache_beam").setLevel(logging.WARNING)
     params = params_from_args(args, commands=["prepare"])  # checked as `deca validate` checks it for prepare
@@ -99,8 +99,6 @@ def run(args: argparse.Namespace) -> int:
     names = resolve_tasks(_selectors(args.tasks) or params.data.tasks)
     raw_root = Path(args.mirror or args.raw_dir or params.data.raw_dir)
     if args.mirror and not raw_root.is_dir():
-        from deca.errors import DataError
-
         raise DataError(raw_root, "mirror directory not found", fix="pass the directory that holds <task>/... raw files")
     cfg = params.prepare
     job = prepare.make_job(names, raw_root, out, cfg, splits=args.splits, from_mirror=bool(args.mirror))
@@ -111,7 +109,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_vocab(args: argparse.Namespace, params, out: Path) -> int:
-    from deca.registry import resolve_tasks
     from pipelines import vocab
 
     if args.mirror or args.raw_dir or args.splits:

@@ -28,6 +28,11 @@ os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# DVC binds its console log handlers to sys.stdout and sys.stderr when it is first imported. Imported here, they
+# hold pytest's session-long capture; first imported inside a test (the in-process `deca repro` tests, a test with
+# capsys), they would hold that test's stream, closed after it, and every later DVC message in the worker fails.
+import dvc  # noqa: E402,F401
+
 
 def pytest_configure(config):
     if os.environ.get("DECA_TEST_NO_SESSION_GUARD") != "1" and not hasattr(config, "_deca_guard"):

@@ -1,10 +1,11 @@
 """The driver side of `deca train`: checks, the MLflow run, Ray, the TorchTrainer and the progress bar.
 
 Locally `fit` starts its own Ray (quiet, no dashboard) unless Ray is already initialized; with
-RAY_ADDRESS set it joins that cluster. Runs live in <train.storage_dir>/<run name>/ (Ray Train's
-checkpoints, the best model in best/, and deca_run.json naming the MLflow run). A new run refuses an
-existing name; ``resume=True`` reuses the name: Ray Train finds the run's checkpoints there and the
-workers continue from the latest one, logging into the same MLflow run.
+RAY_ADDRESS set it joins that cluster. With `train.num_workers: 0` it starts no Ray at all: Ray Train's
+local mode runs the same worker function in this process (train/local_mode.py). Runs live in
+<train.storage_dir>/<run name>/ (Ray Train's checkpoints, the best model in best/, and deca_run.json naming
+the MLflow run). A new run refuses an existing name; ``resume=True`` reuses the name: Ray Train finds the
+run's checkpoints there and the workers continue from the latest one, logging into the same MLflow run.
 
 On multi-node clusters storage_dir must be shared storage and MLFLOW_TRACKING_URI a server every node
 reaches.
@@ -12,8 +13,12 @@ reaches.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -24,14 +29,20 @@ from deca.checks import check_params, declare_quietly
 from deca.config import Params
 from deca.errors import ConfigError, DataError, DecaError, interrupted
 from deca.io import write_json
+from deca.metric_logging import check_server
+from deca.processes import guard_self
 from deca.registry import resolve_tasks
 from deca.runs import RUN_FILE, best_model_path, latest_run, model_file, read_run_file
 from deca.schema import shard_rows, split_dir
 from eval.api import check_metrics
+from mqan.vectors import open_source
 from train.choices import allowed_values
+from train.local_mode import LocalSink, StopWhenSet, check_environment, is_local
 from train.progress import ProgressBar, resumed_iteration
 from train.resume import auto_resume, params_for_resume, registered_checkpoints
 from train.schedule import Schedule, from_config
+from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
+from train.worker import train_loop_per_worker
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +118,6 @@ def check_inputs(params: Params, tasks: list[str]) -> None:
         if not model_file(init).is_file():
             raise DataError(init, "train.init_from: no checkpoint there", fix="give a model.pt file or a run "
                                                                             "directory with best/model.pt")
-    from mqan.vectors import open_source
 
     for source in (params.model.word_vectors, params.model.char_vectors):
         if source:
@@ -149,7 +159,6 @@ def guard_local_processes() -> None:
     """Ray's processes of a local instance (GCS, raylet, agents, workers), started after this, die with this
     process even on SIGKILL: Ray's own fate sharing left its dashboard and runtime-env agents running for more
     than 30 s once (deca/processes.py's watchdog ends every process that inherited this process's marker)."""
-    from deca.processes import guard_self
 
     if not _GUARDS:
         _GUARDS.append(guard_self())
@@ -218,7 +227,6 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
     reproduction's deca.runs.REPRODUCTION).
     A failure marks the MLflow run FAILED (KILLED on Ctrl-C); a new run that wrote no checkpoint leaves no
     run folder behind (it would count as the latest run for predict and serve)."""
-    from train.tracking import end_run
 
     project = Path(project or Path.cwd()).resolve()
     params, run_name, uri, run_id = open_run(resolve_paths(params, project), run_name, resume, project,
@@ -243,18 +251,26 @@ def fit(params: Params, *, run_name: str | None = None, resume: bool = False, pr
 
 def run_trainer(params: Params, run_name: str, run_dir: Path, uri: str, run_id: str, resume: bool,
                 progress: bool, hooks: Sequence[Callable]):
-    """Start Ray (unless running), check its resources and run the TorchTrainer; Ray Train's result."""
-    started = start_ray(params)
+    """Start Ray (unless running), check its resources and run the TorchTrainer; Ray Train's result. In local
+    mode (train.num_workers: 0) no Ray is started and the progress messages stay in this process."""
+    local = is_local(params)
+    if local:
+        check_environment()
+        logging.getLogger("ray.train").setLevel(logging.WARNING)  # as LoggingConfig quiets workers' logs
+    started = not local and start_ray(params)
+    stop = threading.Event() if local else None
+    hooks = [*hooks, StopWhenSet(stop)] if stop else hooks
     try:
-        check_resources(params)
-        sink = _progress_sink()
+        if not local:
+            check_resources(params)
+        sink = LocalSink() if local else _progress_sink()
         config = {"params": dataclasses.asdict(params), "tasks": resolve_tasks(params.train.tasks),
                   "run_dir": str(run_dir), "tracking_uri": uri, "run_id": run_id, "progress": sink,
                   "hooks": list(hooks)}
         trainer = build_trainer(params, run_name, config)
         with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes,
                          start=resumed_iteration(run_dir) if resume else 0):
-            return fit_in_thread(trainer)
+            return fit_in_thread(trainer, stop)
     finally:
         if started:
             import ray
@@ -265,7 +281,6 @@ def run_trainer(params: Params, run_name: str, run_dir: Path, uri: str, run_id: 
 def discard_unstarted(run_dir: Path) -> bool:
     """Remove a new run's folder when training wrote nothing to resume from (no checkpoint, no best model);
     whether it was removed."""
-    import shutil
 
     if not run_dir.is_dir() or best_model_path(run_dir).is_file() or registered_checkpoints(run_dir):
         return False  # a checkpoint folder Ray did not register was cut off (a full disk): nothing to resume
@@ -296,7 +311,6 @@ def worker_cause(exc: BaseException) -> BaseException | None:
 def training_failed(exc: BaseException, run_name: str, run_dir: Path, kept: bool) -> TrainingFailed:
     """One line for a failed training (the worker's own error when there is one), what to fix, and where
     its checkpoints are (or that no run folder was left)."""
-    import errno
 
     cause = worker_cause(exc)
     if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -321,8 +335,6 @@ def register_model(run_dir: Path, name: str | None, project: Path) -> bool:
     (train.register_model), register it as a new version of `name`, with `deca register`
     (infer/registry.py; in a child process: training never imports inference). A failure is a warning,
     not a failed training: the run is there, logged or not."""
-    import subprocess
-    import sys
 
     command = [sys.executable, "-m", "deca.cli", "register", "--run", str(run_dir)]
     command += ["--name", name] if name else ["--set", "train.register_model=null"]
@@ -342,8 +354,6 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     """Check the params (unless `schedule` says they were: see fit) and the inputs, and create (or, with
     `resume`, reopen) the run: (params, run name, tracking URI, MLflow run id). A new run writes
     <storage>/<name>/deca_run.json; an existing name is refused."""
-    from deca.metric_logging import check_server
-    from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 
     storage = Path(params.train.storage_dir)
     if resume:
@@ -386,11 +396,12 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     return params, run_name, uri, run_id
 
 
-def fit_in_thread(trainer):
+def fit_in_thread(trainer, stop: threading.Event | None = None):
     """`trainer.fit()` in a helper thread. In the main thread, Ray Train replaces the SIGINT handler with its
     own, which ends the process with status 0 or 1, no message, and the MLflow run left RUNNING; from a
     thread it does not, and Ctrl-C reaches `fit` as KeyboardInterrupt (the run is marked KILLED, Ray is
-    shut down, and the checkpoints written so far are kept for `--resume`)."""
+    shut down, and the checkpoints written so far are kept for `--resume`). In local mode the training runs
+    in that thread itself: `stop` (see local_mode.StopWhenSet) ends it at its next step, waited for 10 s."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -401,24 +412,33 @@ def fit_in_thread(trainer):
 
     thread = threading.Thread(target=target, name="ray-train-fit", daemon=True)
     thread.start()
-    while thread.is_alive():
-        thread.join(0.5)
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+    except BaseException:
+        if stop is not None:
+            stop.set()
+            thread.join(10)
+        raise
     if "error" in box:
         raise box["error"]
     return box["result"]
 
 
 def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
-    """The TorchTrainer: workers and resources from params.train, DDP over gloo (CPU) or NCCL (GPU)."""
+    """The TorchTrainer: workers and resources from params.train, DDP over gloo (CPU) or NCCL (GPU); with
+    train.num_workers 0, Ray Train's local mode (no resources, placement or FailureConfig: deca.checks refuses
+    those together with it)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
-
-    from train.worker import train_loop_per_worker
 
     tc = params.train
     resources = {"CPU": tc.cpus_per_worker}
     if tc.use_gpu:
         resources["GPU"] = tc.gpus_per_worker
+    scaling = ScalingConfig(num_workers=0, use_gpu=tc.use_gpu) if is_local(params) else \
+        ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu, resources_per_worker=resources,
+                      placement_strategy=tc.placement_strategy)
     run_config_kwargs: dict[str, Any] = {}
     try:
         from ray.train.v2.api.config import LoggingConfig
@@ -429,8 +449,7 @@ def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config=config,
-        scaling_config=ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu,
-                                     resources_per_worker=resources, placement_strategy=tc.placement_strategy),
+        scaling_config=scaling,
         torch_config=TorchConfig(backend="nccl" if tc.use_gpu else "gloo"),
         run_config=RunConfig(
             name=run_name, storage_path=tc.storage_dir,

@@ -1,4 +1,5 @@
-"""Training progress: rank 0 pushes messages (`Progress`) to a Ray actor, the driver shows them (`ProgressBar`).
+"""Training progress: rank 0 pushes messages (`Progress`) to a Ray actor (in local mode an in-process
+`train.local_mode.LocalSink`), the driver shows them (`ProgressBar`).
 
 On a terminal, a tqdm bar (iteration, phase, loss, tokens/s); elsewhere (a DVC stage, a log file, CI) or
 with `--no-progress`, one plain line every `every_s` seconds, so that a long run is never silent. A run
@@ -11,6 +12,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from tqdm import tqdm
 
 
 def resumed_iteration(run_dir: str | Path) -> int:
@@ -36,7 +39,8 @@ class Progress:
         if self.sink is None or (not force and now - self.last < self.min_interval):
             return
         self.last = now
-        self.sink.push.remote({k: v() if callable(v) else v for k, v in values.items()})  # lazy values: only when sent
+        send = getattr(self.sink.push, "remote", self.sink.push)  # a Ray actor's method, or a LocalSink's
+        send({k: v() if callable(v) else v for k, v in values.items()})  # lazy values: only when sent
 
 
 class ProgressBar:
@@ -92,6 +96,8 @@ class ProgressBar:
         return f"train: iteration {self.iteration}{of}, {elapsed / 60:.1f} min, {left}" + (f"; {fields}" if fields else "")
 
     def _drain(self) -> list[dict]:
+        if not hasattr(self.sink.drain, "remote"):  # a LocalSink (local mode)
+            return self.sink.drain()
         import ray
 
         try:
@@ -100,8 +106,6 @@ class ProgressBar:
             return []
 
     def _run(self) -> None:
-        from tqdm import tqdm
-
         start = last_line = time.monotonic()
         printed = None
         bar = tqdm(total=None if self.max_minutes else self.total, initial=self.start, desc="train", unit="it",

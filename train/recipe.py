@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from deca.config import Params
+from deca.custom_tasks import declare
 from deca.errors import ConfigError
 from deca.metric_logging import MemoryLogger, MetricLogger
 from mqan.batch import collate
@@ -44,6 +45,7 @@ from train.distributed import Distributed, rng_state, set_rng_state, unwrap
 from mqan.model import build_model, vector_sources
 from train.optim import WeightAverage, build_optimizer, build_scheduler, clip_gradients
 from train.progress import Progress
+from deca.registry import resolve_tasks
 from deca.runs import best_model_path, model_file
 from train.schedule import from_config
 from train.state import load_training_state, save_training_state
@@ -346,8 +348,6 @@ def local_recipe(params: Params, tasks: Sequence[str] | None = None, logger: Met
     """A set-up recipe in this process, without Ray (benchmarks, experiments, tests), continued from
     `checkpoint_dir` when given (a `save_state` directory); declares the params' custom tasks, as `deca train`
     does."""
-    from deca.custom_tasks import declare
-    from deca.registry import resolve_tasks
 
     declare(params)
     recipe = TrainingRecipe(params, tasks or resolve_tasks(params.train.tasks), logger=logger or MemoryLogger(),

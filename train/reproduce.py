@@ -32,6 +32,9 @@ import yaml
 from deca.config import Params, from_dict
 from deca.errors import ConfigError
 from deca.lineage import code_changes, data_digests, dvc_lock_state, versions
+from deca.metric_logging import client
+from deca.runs import REPRODUCTION, best_model_path
+from train.tracking import logged_checkpoint, vocab_fingerprint
 
 PATHS = (("data", "processed_dir"), ("data", "vocab_path"), ("train", "init_from"))
 
@@ -53,8 +56,6 @@ def quiet_downloads():
 
 def _artifact(uri: str, run_id: str, path: str) -> str:
     """The text of artifact `path` of the run; ConfigError when it has none."""
-    from deca.metric_logging import client
-
     with tempfile.TemporaryDirectory() as tmp:
         try:
             return Path(client(uri).download_artifacts(run_id, path, tmp)).read_text(encoding="utf-8")
@@ -103,8 +104,6 @@ def code_differences(record: Mapping[str, Any], project: Path) -> list[str]:
 
 def differences(record: Mapping[str, Any], project: Path, params: Mapping[str, Any]) -> list[str]:
     """One line per difference between this workspace and the recorded lineage (none: the same inputs)."""
-    from train.tracking import vocab_fingerprint
-
     found = code_differences(record, project)
 
     def differ(what: str, recorded: Any, here: Any) -> None:
@@ -133,9 +132,6 @@ def differences(record: Mapping[str, Any], project: Path, params: Mapping[str, A
 def recorded_weights(source, dst: Path) -> Path:
     """The best model run `source` (deca.run_source.RunSource) logged, downloaded into `dst`: the registered
     version's model, else the newest the run logged, else its run folder's best model; ConfigError without."""
-    from deca.runs import best_model_path
-    from train.tracking import logged_checkpoint
-
     path = logged_checkpoint(source.uri, source.run_id, dst, source.model_id)
     if path is None and source.folder is not None and best_model_path(source.folder).is_file():
         path = best_model_path(source.folder)
@@ -147,7 +143,6 @@ def recorded_weights(source, dst: Path) -> Path:
 
 def retrain(params: Mapping[str, Any], run_id: str, project: Path, storage_dir: str | Path, progress: bool = True):
     """Train again with the recorded params (never registered) into the reproduction folder (module docstring)."""
-    from deca.runs import REPRODUCTION
     from train.driver import fit
 
     p = from_dict(Params, params)

@@ -26,8 +26,11 @@ import tempfile
 from pathlib import Path
 
 from deca.checks import params_from_args
-from deca.params_args import add_params_arguments
 from deca.errors import ConfigError
+from deca.metric_logging import check_server
+from deca.params_args import add_params_arguments
+from deca.run_source import resolve_run
+from deca.runs import adopt, best_model_path, run_folder
 
 SHOWN = 10  # differing tensors printed
 
@@ -46,9 +49,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from deca.metric_logging import check_server
-    from deca.run_source import resolve_run
-    from deca.runs import adopt, run_folder
     from train.reproduce import differences, quiet_downloads, rebase, recorded_lineage, recorded_params
 
     params = params_from_args(args)
@@ -77,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
 
 def reproduce(source, run_params: dict, storage_dir: str, progress: bool) -> int:
     """Retrain run `source` into its reproduction folder and compare the best models; 0 when identical."""
-    from deca.runs import best_model_path
     from train.reproduce import compare_weights, quiet_downloads, recorded_weights, retrain
 
     with tempfile.TemporaryDirectory() as tmp:

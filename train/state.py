@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from numpy import dtypes
 
 from deca.errors import DataError, load_refusal
 from mqan.checkpoint import torch_save
@@ -45,8 +46,6 @@ def load_training_state(directory: str | Path, rank: int, map_location="cpu") ->
 
 def _legacy_numpy_globals() -> list:
     """What a NumPy RNG state pickled by earlier states refers to: arrays and their dtypes, nothing callable."""
-    from numpy import dtypes
-
     return [np._core.multiarray._reconstruct, np.ndarray, np.dtype, dtypes.UInt32DType]
 
 

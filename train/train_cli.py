@@ -4,6 +4,7 @@ Examples:
   deca train                                           # params.yaml as it is
   deca train --set train.strategy=single_task --set train.tasks=[sst] --run-name sst-only
   deca train --set train.num_workers=2 --set train.iterations=5000
+  deca train --workers 0                               # Ray Train's local mode: no worker processes
   deca train --resume                                  # continue the latest run where it stopped
   deca train --resume sst-only --set train.iterations=8000   # continue run sst-only, to a new length
   RAY_ADDRESS=ray://head:10001 deca train              # on an existing Ray cluster
@@ -29,14 +30,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --run-name: continue that run if an interruption left it with the same params "
                              "and a checkpoint, else start it over (the DVC train stage uses this, so that "
                              "`dvc repro` after a kill continues where it stopped)")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="train.num_workers: N Ray Train workers; 0 = Ray Train's local mode, the same "
+                             "training in this process without starting Ray (needs train.max_failures 0)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
     from train.driver import auto_resume_run, check_training, fit
 
-    overrides = parse_overrides(args.overrides)
-    params, origin = read_params(args.params, overrides)  # keys and types; where each value came from
+    overrides, named = parse_overrides(args.overrides), {}
+    if args.workers is not None:
+        overrides["train.num_workers"] = args.workers
+        named["train.num_workers"] = f"--workers {args.workers}"
+    params, origin = read_params(args.params, overrides, named)  # keys and types; where each value came from
     # Every check `deca validate` runs for training, once, before a run folder is touched (`--auto-resume`
     # removes a finished run to start it over: a bad strategy must not cost it) and before the inputs are
     # looked at; the schedule it built goes to fit (not built again), the custom tasks stay declared.

@@ -4,6 +4,8 @@ Ray Train's TorchTrainer runs `train_loop_per_worker` in one process per worker.
 worker's rank and device, DDP (``prepare_model``), the checkpoint to resume from
 (``ray.train.get_checkpoint``), and publishes the recipe's checkpoints through ``ray.train.report``.
 Rank 0 logs into the run's MLflow run and, at the end, attaches the best model and the plots.
+In Ray Train's local mode (`train.num_workers: 0`) the same function runs in the driver's process as rank 0
+of 1; train/local_mode.py keeps its checkpoints in the run folder as Ray Train does for workers.
 """
 from __future__ import annotations
 
@@ -22,18 +24,24 @@ from deca.io import WRITE_ERRNOS
 from deca.metric_logging import MLflowLogger
 from mqan.allocator import keep_large_blocks
 from train.distributed import Distributed
+from train.local_mode import latest_checkpoint, persist
 from train.progress import Progress
 from train.recipe import TrainingRecipe
 from deca.runs import best_model_path
+from eval.curves import plot_run
 
 
-def report_to_ray(metrics: dict[str, Any], directory: Path, iteration: int, run_dir: str | Path = "") -> None:
+def report_to_ray(metrics: dict[str, Any], directory: Path, iteration: int, run_dir: str | Path = "",
+                  local_keep: int = 0) -> None:
     """Publish a checkpoint directory to Ray Train (which copies it into the run's storage, `run_dir`); a full
-    disk there is a WriteError naming the checkpoint folder (Ray's copy names no file)."""
+    disk there is a WriteError naming the checkpoint folder (Ray's copy names no file). In local mode
+    (`local_keep`: train.checkpoints_to_keep) Ray Train copies nothing: it is copied and registered here first."""
     import ray.train
 
     name = f"checkpoint_{iteration:08d}"
     try:
+        if local_keep:
+            directory = persist(directory, metrics, name, run_dir, local_keep)
         ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(directory)),
                          checkpoint_dir_name=name)
     except OSError as exc:
@@ -64,7 +72,11 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         return ray.train.torch.prepare_model(
             model, parallel_strategy_kwargs={"find_unused_parameters": params.train.find_unused_parameters})
 
+    local = params.train.num_workers == 0
     checkpoint = ray.train.get_checkpoint()
+    if checkpoint is None and local:  # local mode restores nothing itself
+        latest = latest_checkpoint(config["run_dir"])
+        checkpoint = ray.train.Checkpoint.from_directory(str(latest)) if latest else None
     if checkpoint is None:
         recipe.setup(wrap=wrap)
     else:
@@ -72,27 +84,28 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             recipe.setup(directory, wrap=wrap)
         if logger:  # one point per start from a checkpoint: a restart after a failure, or --resume
             logger.log_metrics({"resumed_from_iteration": recipe.iteration}, recipe.iteration)
-    record_placement(dist, logger)
-    recipe.train(publish=functools.partial(report_to_ray, run_dir=config["run_dir"]))
+    record_placement(dist, logger, local)
+    keep = max(1, params.train.checkpoints_to_keep) if local else 0
+    recipe.train(publish=functools.partial(report_to_ray, run_dir=config["run_dir"], local_keep=keep))
     if logger:
         attach_results(recipe, logger, config)
     recipe.cleanup()
 
 
-def record_placement(dist: Distributed, logger: MLflowLogger | None) -> None:
+def record_placement(dist: Distributed, logger: MLflowLogger | None, local: bool = False) -> None:
     """Tag `worker_nodes`: the Ray node of every worker, in rank order, as <node IP>/<node id> (rewritten by
-    every attempt, so after a restart it names the nodes that finished the run)."""
+    every attempt, so after a restart it names the nodes that finished the run); in local mode, where no Ray
+    node runs it, <IP>/local."""
     import ray
 
-    ctx = ray.get_runtime_context()
-    nodes = dist.gather(f"{ray.util.get_node_ip_address()}/{ctx.get_node_id()}")
+    where = "local" if local else ray.get_runtime_context().get_node_id()
+    nodes = dist.gather(f"{ray.util.get_node_ip_address()}/{where}")
     if logger:
         logger.set_tag("worker_nodes", ",".join(nodes))
 
 
 def attach_results(recipe: TrainingRecipe, logger: MLflowLogger, config: dict[str, Any]) -> None:
     """The best model, the training plots and the best iteration, into the MLflow run."""
-    from eval.curves import plot_run
 
     best = best_model_path(config["run_dir"]).parent
     if best.exists():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import sacrebleu
 
 
@@ -49,8 +50,6 @@ def sentence_stats(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -
 def bleu_from_stats(sums):
     """Corpus BLEU (0..100) from summed sentence statistics, shape (..., 10): sacrebleu's `compute_bleu` with
     exponential smoothing, vectorized (one BLEU per leading index)."""
-    import numpy as np
-
     sums = np.asarray(sums, dtype=float)
     sys_len, ref_len = sums[..., 0], sums[..., 1]
     correct, total = sums[..., 2:2 + ORDER], sums[..., 2 + ORDER:]

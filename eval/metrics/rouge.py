@@ -23,6 +23,7 @@ from typing import Sequence
 
 from nltk.stem import porter
 from rouge_score import rouge_scorer, tokenize, tokenizers
+from tqdm import tqdm
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 PARALLEL_THRESHOLD = 2000  # below this many examples a pool costs more than it saves
@@ -104,7 +105,6 @@ def per_example_scores(predictions: Sequence[str], golds: Sequence[Sequence[str]
     processes = min(processes, len(chunks)) or 1
     if multiprocessing.current_process().daemon:
         processes = 1  # a daemonic worker (e.g. inside another Pool) may not start children
-    from tqdm import tqdm
 
     bar = tqdm(total=len(items), desc="rouge", unit="ex", disable=not progress, leave=False)
     out: list[tuple[float, ...]] = []

@@ -29,6 +29,8 @@ import sqlite3
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
+from tqdm import tqdm
+
 AGG_OPS = ("", "max", "min", "count", "sum", "avg")
 COND_OPS = ("=", ">", "<", "op")
 SQL_COND_OPS = ("=", ">", "<", "OP")  # as WikiSQL writes them into SQL
@@ -196,7 +198,6 @@ def logical_form_metrics(predictions: Sequence[str], golds: Sequence[Mapping],
         raise ValueError(f"{len(predictions)} predictions but {len(golds)} gold entries")
     if not predictions:
         raise ValueError("no examples to score")
-    from tqdm import tqdm
 
     db = Database(db_path) if db_path else None
     ordered = unordered = executed = 0

@@ -14,6 +14,8 @@ from __future__ import annotations
 import string
 from typing import Sequence
 
+import numpy as np
+
 from eval.metrics.squad import normalize_text
 
 UNANSWERABLE = "unanswerable"
@@ -57,8 +59,6 @@ def example_counts(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -
 
 def f1_from_counts(tp, sys_pos, real_pos):
     """Corpus F1 (×100) from summed counts; numpy arrays give one F1 per element (0 where tp is 0)."""
-    import numpy as np
-
     tp, sys_pos, real_pos = (np.asarray(x, dtype=float) for x in (tp, sys_pos, real_pos))
     with np.errstate(divide="ignore", invalid="ignore"):
         f = 200.0 * tp / (sys_pos + real_pos)  # 2PR/(P+R) with P = tp/sys_pos, R = tp/real_pos

@@ -1,5 +1,5 @@
 """docs/results/reliability.md (`make results`): the fault bench's verdicts, from the record that
-`python -m pytest -m fault --fault-record docs/results/records/reliability.json` writes (tests/faults/record.py):
+`python -m pytest tests -m fault --fault-record docs/results/records/reliability.json` writes (tests/faults/record.py):
 a table per group headed by its count (group_tables), "N of M handled" (tally), the cases not handled and not
 run named. A case of the record is a dict with its group, name, origin, kind, test, verdict, evidence and
 seconds."""

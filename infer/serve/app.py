@@ -21,7 +21,7 @@ Retry-After at its end (engine.Batcher.drain), each with the same one-line JSON 
 from __future__ import annotations
 
 import asyncio
-
+import signal
 import socket
 import time
 from contextlib import asynccontextmanager
@@ -209,8 +209,6 @@ def serve_local(app: FastAPI, sock: socket.socket, log_level: str = "info", grac
     (`drain`). After SIGTERM the process ends with exit status 0: uvicorn re-raises the signal it caught once
     it has shut down, which here reaches a handler that does nothing instead of the default one that kills the
     process (status 143)."""
-    import signal
-
     import uvicorn
 
     class DrainingServer(uvicorn.Server):

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import ray
 from ray import serve
 
+from deca.processes import guard_self
 from infer.serve.app import GRACE_S, LocalBackend, create_app, drain, drained
 from infer.serve.engine import BATCH_TOKENS, SLICE_MS, Predictor
 from infer.serve.schema import Limits
@@ -189,8 +190,6 @@ _GUARDS: list = []  # held for the life of the process: a watchdog whose pipe cl
 
 def guard_local_processes() -> None:
     """A local Ray's processes die with `deca serve --ray`, SIGKILL included (deca/processes.py)."""
-    from deca.processes import guard_self
-
     if not _GUARDS:
         _GUARDS.append(guard_self())
         if os.getsid(0) == os.getpid():  # a session of its own (a service, a test daemon): end all of it too

@@ -3,7 +3,7 @@
 groups (experiments/results/reliability.GROUPS), NAME the case, ORIGIN where it was found. With
 `--fault-record PATH` the run writes the page's record:
 
-    python -m pytest -m fault --fault-record docs/results/records/reliability.json
+    python -m pytest tests -m fault --fault-record docs/results/records/reliability.json
 
 A case's verdict is its test's outcome: handled when it passed (with every parameter, where the items of one
 test share a case), not handled when one failed, errored or is a known failure (xfail), not run when it was
@@ -166,7 +166,7 @@ class Recorder:
         """The record of this run: command, commit, date, machine, load, minutes and a row per case."""
         from bench.record import commit, load, this_machine
 
-        return {"source": "python -m pytest -m fault: every test marked fault, its outcome the case's verdict "
+        return {"source": "python -m pytest tests -m fault: every test marked fault, its outcome the case's verdict "
                           "(tests/faults/record.py)",
                 "command": shlex.join(["python", "-m", "pytest", *self.config.invocation_params.args]),
                 "commit": commit(), "dirty": dirty(),

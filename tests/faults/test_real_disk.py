@@ -111,6 +111,8 @@ def test_a_real_full_disk_during_prepare_is_named_and_leaves_nothing(tmp_path):
 TRAINING = {  # what fills the disk first: (the settings, the file or folder named)
     "the best model": (["train.val_every=2"], "best/model.pt"),
     "Ray Train's checkpoint copy": (["train.val_every=0"], "checkpoint_00000002"),
+    "local mode's checkpoint copy": (["train.val_every=0", "train.num_workers=0", "train.max_failures=0"],
+                                     "checkpoint_00000002"),
 }
 
 

@@ -228,11 +228,12 @@ def server_refuses(body: bytes, status: int, expect: str) -> str:
 
 # ----------------------------------------------------------------- `deca train` up to where Ray would start
 def train_argv(tmp: Path, *more: str) -> list[str]:
-    """`deca train` on tiny SST data in `tmp` (run RUN under tmp/checkpoints, trained char n-grams only)."""
+    """`deca train` on tiny SST data in `tmp` (run RUN under tmp/checkpoints, trained char n-grams only), on a Ray
+    worker with one restart (the cases simulate what Ray Train does with workers; params.yaml trains locally)."""
     data = processed(tmp)
     sets = {"data.processed_dir": data, "data.vocab_path": tmp / "vocab.txt", "train.tasks": "[sst]",
-            "train.storage_dir": tmp / "checkpoints", "model.word_vectors": "null",
-            **dict(m.split("=", 1) for m in more)}
+            "train.storage_dir": tmp / "checkpoints", "model.word_vectors": "null", "train.num_workers": 1,
+            "train.max_failures": 1, **dict(m.split("=", 1) for m in more)}
     return ["train", "--run-name", RUN, "--no-progress", *[x for k, v in sets.items() for x in ("--set", f"{k}={v}")]]
 
 

@@ -5,6 +5,7 @@ reproduces its own workspace once (`reproduced`), so that two pytest workers run
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path

@@ -25,16 +25,20 @@ SQUAD_OPTION = {"prepare": {"task_options": {"squad": {"max_train_context_tokens
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Repo:
     """The pipeline of the ten tasks, reproduced and committed ("first run"); then prepare@squad run alone with
-    another option (SQUAD_OPTION) and put back: that run stays only in DVC's run cache (`repo.cached_squad`: the
-    md5 of what it wrote), for a clone to restore from the remote instead of running it."""
+    another option (SQUAD_OPTION), committed, and put back in the next commit: a run that no workspace shows, for a
+    clone to restore from the run cache on the remote instead of running it (`repo.cached_squad`: the outputs it
+    wrote). Committed because `dvc push --run-cache` leaves out a run's directory outputs that no commit's
+    dvc.lock names (DVC 3: a clone then finds the run cache entry but not its files)."""
     repo = reproduced(tmp_path_factory, "shared", {"data": {"tasks": ["decanlp"]}})
     repo.commit("first run")
     repo.set_params(SQUAD_OPTION)
     repo.dvc("repro", "-s", "prepare@squad")
+    repo.commit("squad with another option")
     lock = yaml.safe_load((repo.path / "dvc.lock").read_text())
     repo.cached_squad = lock["stages"]["prepare@squad"]["outs"]
-    repo.run("git", "checkout", "--", "params.yaml", "dvc.lock")
+    repo.run("git", "checkout", "HEAD~1", "--", "params.yaml", "dvc.lock")
     repo.dvc("checkout")
+    repo.commit("squad's option put back")
     assert "up to date" in repo.dvc("status").stdout
     return repo
 

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.slow
 
 ITERATIONS = 6
 REGISTERED = "decanlp-served"  # train.register_model of the run
+LOCAL_MODE = {"num_workers": 0, "max_failures": 0}  # Ray Train's local mode: the server is tested, not workers
 
 
 def deca(*args: str, cwd, env, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -49,7 +50,7 @@ def test_train_evaluate_compare_and_artifacts_through_the_server(mlflow_server, 
 
     params = write_params(tmp_path / "params.yaml", infra_data, tmp_path / "checkpoints", "served",
                           iterations=ITERATIONS, val_every=3, save_every=3, cpus_per_worker=1.0,
-                          register_model=REGISTERED)
+                          register_model=REGISTERED, **LOCAL_MODE)
     env = child_env(MLFLOW_TRACKING_URI=mlflow_server.url, DECA_MODEL_CACHE=str(tmp_path / "model-cache"),
                     MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR="false")
     trained = ok(deca("train", "--params", str(params), "--run-name", "served", "--no-progress", cwd=tmp_path,
@@ -125,7 +126,8 @@ def registry_through_the_server(url: str, run_dir: Path, run_id: str, params: Pa
 
 
 def test_a_server_that_is_down_fails_fast_with_the_uri_and_the_fix(infra_data, tmp_path):
-    params = write_params(tmp_path / "params.yaml", infra_data, tmp_path / "checkpoints", "down", iterations=2)
+    params = write_params(tmp_path / "params.yaml", infra_data, tmp_path / "checkpoints", "down", iterations=2,
+                          **LOCAL_MODE)
     uri = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     env = child_env(MLFLOW_TRACKING_URI=uri)
     for args in (["train", "--params", str(params), "--run-name", "nowhere", "--no-progress"],

@@ -31,7 +31,9 @@ from tests.conftest import ROOT
     ("train.precision=int8", f"must be one of {', '.join(TRAINING)}"),
     ("model.variant=mqn", f"must be one of {', '.join(VARIANTS)} (did you mean 'mqan'?)"),
     ("train.bucketing=exactly", f"must be one of {', '.join(BUCKETING)}"),
-    ("train.num_workers=0", "train.num_workers = 0: must be >= 1"),
+    ("train.num_workers=-1", "train.num_workers = -1: must be >= 0"),
+    ("train.max_failures=1", "train.max_failures = 1: train.num_workers = 0 (Ray Train's local mode: training in "
+                             "this process) cannot restart after a failure"),
 ])
 def test_validate_refuses_what_a_command_would_refuse_once_naming_the_set(item, message, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)

@@ -1,6 +1,7 @@
-"""Every finished `deca train` run logs its best model as an MLflow model, and records its lineage (slow: Ray).
+"""Every finished `deca train` run logs its best model as an MLflow model, and records its lineage (slow).
 
-A tiny MQAN trained for a few iterations on the miniature SST data, in a git project, with
+A tiny MQAN trained for a few iterations on the miniature SST data (in Ray Train's local mode: no worker
+process is what these tests are about), in a git project, with
 train.register_model unset: the run's MLflow run holds the pyfunc model runs:/<id>/model, which answers
 exactly as `deca predict --run` does; nothing is registered; the run carries its lineage tags and dataset
 inputs, and `deca lineage` follows the chain from the run folder.
@@ -8,7 +9,6 @@ inputs, and `deca lineage` follows the chain from the run folder.
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 import pandas as pd
 import pytest
@@ -32,9 +32,6 @@ def rewrite_pipeline_outputs(root) -> None:
 def trained(mini_data, tmp_path_factory):
     """(project root, tracking URI, Outcome) of a finished four-iteration run, trained as `make run` trains:
     dvc.lock and eval/ rewritten since the commit (its lineage is still clean)."""
-    import ray
-
-    from tests.train.hooks import by_value
     from train.driver import fit
 
     processed, vocab, tasks = mini_data
@@ -46,17 +43,14 @@ def trained(mini_data, tmp_path_factory):
     params.model = ModelConfig(dimension=16, ff_hidden=16, heads=2, transformer_layers=1, rnn_layers=1,
                                dropout=0.1, embedding_dim=16, max_generative_vocab=200, max_answer_length=12)
     params.train = TrainConfig(tasks=["sst"], iterations=4, token_budget=800, lr=1e-2, warmup=2, val_every=4,
-                               save_every=4, log_every=1, val_batch_size=8, num_workers=1, seed=7,
+                               save_every=4, log_every=1, val_batch_size=8, num_workers=0, max_failures=0, seed=7,
                                storage_dir=str(root / "checkpoints"), experiment="logged")
     mp = pytest.MonkeyPatch()
     mp.setenv("MLFLOW_TRACKING_URI", uri)
     mp.chdir(root)
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     try:
-        by_value()
         outcome = fit(params, run_name="logged", progress=False, project=root)
     finally:
-        ray.shutdown()
         mp.undo()
     return root, uri, outcome
 

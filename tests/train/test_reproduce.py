@@ -1,4 +1,4 @@
-"""`deca reproduce` (train/reproduce.py, train/reproduce_cli.py) on a real training run (slow: Ray).
+"""`deca reproduce` (train/reproduce.py, train/reproduce_cli.py) on a real training run (slow).
 
 The four-iteration run of tests/train/test_logged_model.py, in its git project: the workspace is as
 recorded; registered as a model version, retraining it (`deca reproduce models:/...`) with the recorded params
