@@ -5,7 +5,7 @@ Examples:
   deca serve --checkpoint model.pt --port 0    # any free port; the URL is printed
   deca serve --run checkpoints/<run> --ray --replicas 2     # the same app on Ray Serve, two replicas
   deca serve --model models:/decanlp@champion  # a registered model (`deca register`)
-  deca serve --model models:/decanlp@champion --follow 10   # ... and the version the alias points at, checked every 10 s
+  deca serve --model models:/decanlp@champion --follow 10   # and follow the alias (checked every 10 s)
   curl -s localhost:8000/predict -d '{"context": "a fine film .", "question": "Is this review negative or positive?"}'
 
 Routes: POST /predict takes one {"context", "question"[, "id"]} or a JSON array of them and answers what
