@@ -83,7 +83,10 @@ class AliasFollower:
             self.say(f"{self.uri} moved to version {version}, which failed to load ({one_line(exc)}); "
                      f"still serving version {self.version}")
             return None
-        self.swap(model, version)
+        try:
+            self.swap(model, version)
+        except RuntimeError:  # the event loop closed while the version loaded: the server is shutting down
+            return None
         self.say(f"{self.uri} moved to version {version}: now serving it (was version {self.version})")
         self.version, self.failed = version, None
         return version
