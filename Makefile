@@ -59,6 +59,7 @@ test-slow: $(STAMP)
 ## Every generated page of docs/results and the README's results index, from their records
 ## (docs/results/records/, experiments/results/); the tests fail when a committed page differs.
 results: $(STAMP)
+	$(BIN)/python -m experiments.plan
 	$(BIN)/python -m experiments.results
 
 clean:

@@ -10,6 +10,9 @@
 #   3. profile.txt   bench/gpu_profile.py: per phase the step time, kernels, launches, host synchronisations, busy
 #      profile.json  time and floor, with the CUDA-graph switch off and on
 #   4. train.txt     short SST training runs (bf16, GloVe recipe) with train.bucketing budget / exact, if time is left
+# The stage of issue 45 that follows this speed check is experiments/grid.sh, a separate device call: the runs
+# docs/results/records/plan.json plans (python -m experiments.plan), 8 at a time, each writing its per-example
+# record, the whole call within 11 minutes, stopped and continued across calls.
 # env.txt names the GPU, driver, torch and CUDA, the commit (COMMIT, passed from where the tree was sent: the lent
 # machine's .git may be stale) and a digest of the code that ran (the same command here checks it).
 # Knobs: ROUNDS, STEPS, MINUTES, BUDGET_S, TEST_ARGS, SC_VARIANTS (graphs_all: one variant, every case, with the

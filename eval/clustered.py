@@ -61,13 +61,28 @@ def cluster_codes(clusters: Sequence[Hashable] | None, n: int) -> np.ndarray:
 
 def context_clusters(task: str, ids: Sequence[str], contexts: Sequence[str]) -> list[str] | None:
     """Each example's cluster as `deca evaluate`'s records give it: for WOZ the dialogue of its id
-    (``<lang>_<dialogue>_<turn>``: the turns of one dialogue differ in context), for any other task its
-    context text (SQuAD's paragraph, QA-SRL's sentence); None when no two examples share one."""
+    (``<lang>_<dialogue>_<turn>``: the turns of one dialogue differ in context), for MWSC the schema of its id
+    (``schema<k>-<choice>``: the two questions of a schema differ in context), for SST none (independent
+    sentences), for any other task its context text (SQuAD's paragraph, QA-SRL's sentence); None when no two
+    examples share one."""
+    if task.startswith("sst"):
+        return None
     if task.startswith("woz"):
         found = [i.rsplit("_", 1)[0] for i in ids]
+    elif task == "schema":
+        found = [i.rsplit("-", 1)[0] for i in ids]
     else:
         found = [str(c) for c in contexts]
     return found if len(set(found)) < len(found) else None
+
+
+def cluster_unit(task: str) -> str:
+    """What a cluster of `task` is, in a page's words (`context_clusters`)."""
+    if task.startswith("woz"):
+        return "dialogue"
+    if task == "schema":
+        return "schema"
+    return {"srl": "sentence"}.get(task, "paragraph" if "squad" in task else "context")
 
 
 def cluster_weights(rng: np.random.Generator, codes: np.ndarray, size: int) -> np.ndarray:

@@ -2,7 +2,9 @@
 no Ray, --threads threads), so that two settings can run side by side on 2 cores under the same load: bf16
 against fp32 (issue 27), one Table 2 variant against another (`--set model.variant=s2s`), seeds
 (`--set train.seed=2`). Validation is the recipe's own (in the training precision, with the moving average
-when train.ema_decay is set); the best model goes to <out>/best/model.pt and the curve to <out>/curve.json.
+when train.ema_decay is set); the best model goes to <out>/best/model.pt, the curve to <out>/curve.json and the
+best model's per-example validation statistics, from the round that chose it, to <out>/examples.json.gz
+(experiments/results/examples.py; written at each new best, so a stopped run keeps its best so far).
 
     # the README's GloVe recipe on SST, fp32 and bf16 at once (one core each), then the comparison
     for p in fp32 bf16; do .venv/bin/python -m experiments.single_task run --task sst --iterations 1200 \\
@@ -89,6 +91,20 @@ def curve_record(args, params, recipe, logger, earlier: dict | None) -> dict:
             "curve": curve}
 
 
+def keep_examples(out: Path) -> Callable:
+    """The recipe's best hook: the validation round that found the new best model, per example, into
+    <out>/examples.json.gz (the round's statistics, not a second decoding)."""
+    from eval.api import headline_metric
+    from experiments.results import examples
+
+    def hook(recipe) -> None:
+        found = recipe.validator.examples
+        tasks = {t: examples.task_record(t, headline_metric(t), rows, found[t])
+                 for t, rows in recipe.validator.rows.items() if found.get(t) is not None}
+        examples.write(out / examples.FILE, examples.run_record(out.name, recipe.iteration, tasks))
+    return hook
+
+
 def run(args) -> int:
     """Train, validating every --val-every iterations; write <out>/curve.json. A SIGTERM or SIGINT saves the
     state in <out>/state (and the curve so far in <out>/curve.partial.json); the same command continues it."""
@@ -118,7 +134,8 @@ def run(args) -> int:
     with stop_on_signals() as stop:
         recipe = local_recipe(params, tasks, logger=logger, run_dir=args.out, hooks=[stop],
                               dist=Distributed(device=torch.device(args.device)),
-                              checkpoint_dir=state if earlier else None)
+                              checkpoint_dir=state if earlier else None, best_hooks=[keep_examples(args.out)])
+        recipe.validator.keep_examples = True
         if earlier:
             print(f"continuing {args.out} from iteration {recipe.iteration} (its state in {state})")
         logger.restart(recipe.iteration)

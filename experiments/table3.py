@@ -13,7 +13,9 @@ Params: params.yaml, then infra/params/glove.yaml (the README's recipe on 2 core
 (e.g. infra/params/paper.yaml and infra/params/gpu.yaml: the paper's model on a GPU), infra/params/table3.yaml
 (the tasks, the budget and the phase length, with where they come from), then --set (a larger budget).
 The merged file is <workdir>/params.yaml. Finished runs are skipped; a stopped one continues
-(`deca train --auto-resume`). Each run's command, seed, minutes and machine load go to <workdir>/runs/.
+(`deca train --auto-resume`). Each run's command, seed, minutes and machine load go to <workdir>/runs/, and its
+best model's per-example validation statistics (`deca evaluate` on the rows it validated on, each example with
+its cluster: experiments/results/examples.py) to <workdir>/runs/<run>.examples.json.gz.
 """
 from __future__ import annotations
 
@@ -109,11 +111,30 @@ def train(workdir: Path, params: Path, strategy: str, seed: int) -> str:
         deca(*command[1:], env=env, log=workdir / "logs" / f"{name}.log")
     except subprocess.CalledProcessError as exc:
         return f"{name} FAILED (exit {exc.returncode}; see its log)"
+    minutes = (time.monotonic() - start) / 60
+    try:
+        keep_examples(workdir, params, name)
+    except subprocess.CalledProcessError as exc:
+        return f"{name} trained, its evaluation FAILED (exit {exc.returncode}; see its log); rerun to retry it"
     record = {"run": name, "strategy": strategy, "seed": seed, "command": " ".join(command),
-              "minutes": (time.monotonic() - start) / 60, "load_before": load, "load_after": os.getloadavg(),
+              "minutes": minutes, "load_before": load, "load_after": os.getloadavg(),
               "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
     write_json(workdir / "runs" / f"{name}.json", record)
     return f"{name} done in {record['minutes']:.1f} min"
+
+
+def keep_examples(workdir: Path, params: Path, name: str) -> Path:
+    """The run's best model evaluated on the validation rows it was chosen on (`deca evaluate`, the first
+    train.max_val_examples of each split), kept per example in <workdir>/runs/<name>.examples.json.gz."""
+    from experiments.results import examples
+
+    limit = yaml.safe_load(params.read_text(encoding="utf-8"))["train"].get("max_val_examples")
+    out = workdir / "evaluations" / name
+    deca("evaluate", "--params", str(params), "--run", str(workdir / "checkpoints" / name), "--split", "validation",
+         *(["--max-examples", str(limit)] if limit else []), "--out", str(out), "--no-mlflow", "--no-progress",
+         "--contamination", "none", log=workdir / "logs" / f"{name}.log")
+    return examples.write(workdir / "runs" / f"{name}.{examples.FILE}",
+                          examples.from_evaluation(name, out / "metrics.json", out / "predictions"))
 
 
 def run(args) -> int:

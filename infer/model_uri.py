@@ -64,9 +64,27 @@ def model_cache() -> Path:
 
 def model_checkpoint(uri: str, store: str | None = None) -> Path:
     """The checkpoint file of the registered model `uri` (URI_FORMS), downloaded once into the cache."""
+    return registered_checkpoint(uri, store)[0]
+
+
+def parse_model_uri(uri: str):
+    """The match of `uri` against URI_FORMS (groups name, version, alias); ConfigError naming the forms if none."""
     match = MODEL_URI.fullmatch(uri)
     if match is None:
         raise ConfigError(f"--model {uri}: expected {URI_FORMS} (or use --run DIR / --checkpoint FILE)")
+    return match
+
+
+def alias_version(name: str, alias: str, store: str) -> str:
+    """The version `alias` of registered model `name` points at now in `store` (ConfigError if none)."""
+    with tracking(store) as client:
+        return str(model_version(client, name, alias=alias).version)
+
+
+def registered_checkpoint(uri: str, store: str | None = None) -> tuple[Path, str]:
+    """(the checkpoint file, the version) of the registered model `uri` (URI_FORMS), downloaded once into the
+    cache; an alias is resolved to the version it points at now."""
+    match = parse_model_uri(uri)
     with tracking(store or registry_uri()) as client:
         mv = model_version(client, match["name"], match["version"], match["alias"])
         key = hashlib.sha256(f"{mlflow.get_registry_uri()}|{mv.name}|{mv.version}|{mv.source}".encode()).hexdigest()
@@ -82,4 +100,4 @@ def model_checkpoint(uri: str, store: str | None = None) -> Path:
     if not path or not (folder / path).is_file():
         raise ConfigError(f"--model {uri}: version {mv.version} of {mv.name} is not a deca model (no checkpoint "
                           "artifact); register a run's model with `deca register --run NAME`")
-    return folder / path
+    return folder / path, str(mv.version)

@@ -8,6 +8,7 @@ Examples:
   deca register --list --name decanlp              # versions, aliases and runs
   deca register --name decanlp --version 3 --alias champion \
       --candidate-predictions eval/v3 --holder-predictions eval/v2   # gated: moves only if v3 is better
+  deca register --run pipeline --name decanlp --gate-on-create     # the new version judged against champion
   deca predict --model models:/decanlp@champion --context "..." --question "..."
   mlflow models serve -m models:/decanlp@champion --env-manager local -p 5001   # POST /invocations
 
@@ -23,6 +24,11 @@ validation examples), or for an alias listed in register.gated, the alias moves 
 bound of the decaScore gain is above 0 (a tie never moves it) and no task's lower bound is below minus its
 margin (register.margins); with register.accept: non_inferior, only the margins are tested. The evidence is
 logged on the version, a refusal is one line naming the task.
+
+--gate-on-create [ALIAS] (with --run and --name): the new version is evaluated beside the version ALIAS
+(default champion) points at, with params.evaluate's settings, into eval/gate/<name>-v<version>/, and the
+gate's verdict is written to the new version's tags (gate.<alias>.*); the alias does not move
+(infer/gate_on_create.py).
 """
 from __future__ import annotations
 
@@ -47,6 +53,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="gate: `deca evaluate` predictions of --version (repeatable: seed runs)")
     parser.add_argument("--holder-predictions", action="append", default=[], metavar="DIR",
                         help="gate: `deca evaluate` predictions of the version the alias points at now")
+    parser.add_argument("--gate-on-create", nargs="?", const="champion", metavar="ALIAS",
+                        help="with --run: evaluate the new version beside the version ALIAS (default champion) "
+                             "points at and write the gate's verdict to the new version's tags")
     add_params_arguments(parser)
 
 
@@ -56,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     params = params_from_args(args, commands=["register"], gate=check_config)
     name = args.name or params.train.register_model
     if args.list or args.version:
+        if args.gate_on_create:
+            raise ConfigError("--gate-on-create goes with --run (it judges the version that --run creates); to "
+                              "promote an existing version through the gate give --candidate-predictions and "
+                              "--holder-predictions")
         if args.run:
             raise ConfigError("--run logs and registers a run's model; --version and --list are about versions "
                               "already registered: give one or the other")
@@ -70,11 +83,28 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--run with a gated alias ({', '.join(gated) or 'predictions given'}): register the run "
                           "without it, then promote with --version N --alias ALIAS --candidate-predictions DIR "
                           "--holder-predictions DIR")
-    return register(args.run, name, tuple(args.alias), params.train.storage_dir)
+    if args.gate_on_create and not name:
+        raise ConfigError("--gate-on-create needs --name (or train.register_model): it judges a new version")
+    done = register(args.run, name, tuple(args.alias), params.train.storage_dir)
+    return gate_on_create(params, name, done.version, args.gate_on_create) if args.gate_on_create else 0
 
 
-def register(run: str | None, name: str | None, aliases: tuple[str, ...], storage_dir: str) -> int:
-    """Log (and register) the best model of `run`; prints what was done."""
+def gate_on_create(params, name: str, version: str, alias: str) -> int:
+    """The gate's verdict on `version` of `name` against the holder of `alias`, printed and tagged."""
+    from infer.gate_on_create import gate_new_version
+
+    found = gate_new_version(params, name, version, alias)
+    if found is None:
+        print(f"gate: version {version} not compared (nothing else at {alias}); tag gate.{alias}.decision says why")
+        return 0
+    decision = "accepted" if found["accepted"] else "refused: " + "; ".join(found["reasons"])
+    print(f"gate: {name} version {version} against version {found['holder_version']} at {alias}: {decision}; "
+          f"verdict in the version's tags gate.{alias}.* (the alias did not move)")
+    return 0
+
+
+def register(run: str | None, name: str | None, aliases: tuple[str, ...], storage_dir: str):
+    """Log (and register) the best model of `run`; prints what was done and returns it (registry.Registered)."""
     from infer.registry import register_run
 
     if aliases and not name:
@@ -87,7 +117,7 @@ def register(run: str | None, name: str | None, aliases: tuple[str, ...], storag
         print(f"registered {done.name} version {done.version}: models:/{done.name}/{done.version}")
     for alias in done.aliases:
         print(f"alias {alias} -> {done.name} version {done.version}: models:/{done.name}@{alias}")
-    return 0
+    return done
 
 
 def promote(name: str, version: str, aliases: list[str], config, candidate: list[str], holder: list[str]) -> int:

@@ -5,6 +5,7 @@ Examples:
   deca serve --checkpoint model.pt --port 0    # any free port; the URL is printed
   deca serve --run checkpoints/<run> --ray --replicas 2     # the same app on Ray Serve, two replicas
   deca serve --model models:/decanlp@champion  # a registered model (`deca register`)
+  deca serve --model models:/decanlp@champion --follow 10   # and follow the alias (checked every 10 s)
   curl -s localhost:8000/predict -d '{"context": "a fine film .", "question": "Is this review negative or positive?"}'
 
 Routes: POST /predict takes one {"context", "question"[, "id"]} or a JSON array of them and answers what
@@ -22,10 +23,16 @@ unless --host says otherwise.
 SIGTERM drains it: new calls are refused (503 with Retry-After), the calls in flight are answered if they
 finish within --grace-s seconds, the rest get 503 with Retry-After, then it exits with status 0 (with --ray
 too). Ctrl-C ends it with status 130 (with --ray at once, without a drain).
+
+--follow [SECONDS] (with --model models:/NAME@ALIAS, without --ray) re-reads the alias every SECONDS (default
+30): when it moves, the new version is loaded beside the old one and swapped in between calls; a version that
+fails to load leaves the old one serving, with one line on stderr. The X-Model header of each answer names the
+version that gave it (infer/serve/follow.py).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import signal
@@ -35,13 +42,14 @@ import time
 from deca.checks import params_from_args
 from deca.errors import ConfigError
 from deca.params_args import add_params_arguments
-from deca.runs import add_model_arguments, resolve_checkpoint
+from deca.runs import MODEL_URI, add_model_arguments, resolve_checkpoint
 from infer.limits import MAX_CONTEXT_CHARS, InputLimits
 from infer.serve.engine import BATCH_TOKENS, SLICE_MS, Predictor
 from infer.serve.schema import Limits
 from mqan.allocator import keep_large_blocks
 
 GRACE_S = 30.0  # infer.serve.app.GRACE_S, without importing FastAPI for --help
+FOLLOW_S = 30.0  # infer.serve.follow.DEFAULT_INTERVAL_S, without importing MLflow for --help
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 # The model's torch threads: all cores but one. On 2 cores, a model on both stalls at every parallel region
@@ -83,6 +91,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="most requests in one POST /predict (default 64)")
     limits.add_argument("--max-chars", type=int, default=MAX_CONTEXT_CHARS, metavar="N",
                         help=f"most characters of a context (default {MAX_CONTEXT_CHARS}; a question: a tenth of it)")
+    model.add_argument("--follow", type=float, nargs="?", const=FOLLOW_S, metavar="SECONDS",
+                       help=f"with --model models:/NAME@ALIAS: re-read the alias every SECONDS (default "
+                            f"{FOLLOW_S:g}) and serve the version it moves to, swapped in between calls")
     ray = parser.add_argument_group("Ray Serve")
     ray.add_argument("--ray", action="store_true", help="deploy on Ray Serve (a local Ray instance, or RAY_ADDRESS)")
     ray.add_argument("--replicas", type=int, metavar="N", help="model replicas with --ray (default 2)")
@@ -111,6 +122,11 @@ def check(args: argparse.Namespace):
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0..65535, got {args.port}")
     check_answer_length(args.max_answer_length)
+    if args.follow is not None:
+        # mlflow (through infer.model_uri) is loaded only when following
+        from infer.serve.follow import check_follow
+
+        check_follow(args.model, args.follow, args.ray)
     from mqan.precision import DECODING, check as check_precision
 
     pick_device(args.device)
@@ -123,10 +139,12 @@ def check(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     limits = check(args)
     params = params_from_args(args)
+    version = store = None
     if args.model:
-        from infer.model_uri import model_checkpoint
+        from infer.model_uri import registered_checkpoint, registry_uri
 
-        path = model_checkpoint(args.model)
+        store = registry_uri()
+        path, version = registered_checkpoint(args.model, store)
     else:
         path, _ = resolve_checkpoint(args.run, args.checkpoint, params.train.storage_dir)
     vocab = args.vocab or params.data.vocab_path
@@ -135,25 +153,44 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if args.ray:
         return run_ray(args, str(path), vocab, limits)
-    return run_local(args, str(path), vocab, limits)
+    return run_local(args, str(path), vocab, limits, (store, version))
 
 
-def run_local(args: argparse.Namespace, path: str, vocab: str, limits) -> int:
-    """Load the model, bind the port, serve with uvicorn until interrupted."""
+def run_local(args: argparse.Namespace, path: str, vocab: str, limits, registered=(None, None)) -> int:
+    """Load the model, bind the port, serve with uvicorn until interrupted; `registered` is (the registry's URI,
+    the version) of a --model."""
     import torch
 
     from infer.serve.app import LocalBackend, bind, create_app, serve_local
 
     keep_large_blocks()
     torch.set_num_threads(args.threads)
-    predictor = Predictor.load(path, vocab, args.device, args.max_answer_length, args.precision)
-    app = create_app(LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens,
-                                  args.slice_ms), limits)
+    load = functools.partial(Predictor.load, vocab_path=vocab, device=args.device,
+                             max_answer_length=args.max_answer_length, precision=args.precision)
+    predictor = load(path)
+    store, version = registered
+    name = MODEL_URI.fullmatch(args.model)["name"] if args.model else None
+    backend = LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens, args.slice_ms,
+                           version, name)
+    if args.follow is not None:
+        follow(backend, args.model, store, load, args.follow)
+    app = create_app(backend, limits)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     print(announce(host, port, path, predictor.device), file=sys.stderr, flush=True)
     serve_local(app, sock, "debug" if args.verbose else "warning", args.grace_s)
     return 0
+
+
+def follow(backend, model: str, store: str, load, interval_s: float) -> None:
+    """An AliasFollower of `model` swapping new versions into `backend` while the app runs."""
+    from infer.serve.follow import AliasFollower
+
+    match = MODEL_URI.fullmatch(model)
+    follower = AliasFollower(match["name"], match["alias"], store, backend.current.version, load, backend.swap,
+                             interval_s)
+    backend.on_open.append(follower.start)
+    backend.on_close.append(follower.stop)
 
 
 def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:

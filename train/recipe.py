@@ -15,7 +15,9 @@ resumable state (train/state.py) is handed to `publish` (Ray Train's `report` in
 `load_state` continues exactly where it stopped. With `train.ema_decay` every worker also keeps a moving
 average of the weights; validation and the best model use it. With `train.max_minutes` the workers agree
 at each log step whether the time is up and stop together (final validation and checkpoint included).
-`hooks` are called with the recipe after every step (tests use one to kill a worker).
+`hooks` are called with the recipe after every step (tests use one to kill a worker); `best_hooks` on rank 0
+after each validation round that found a new best model (experiments/single_task.py keeps that round's
+per-example statistics).
 """
 from __future__ import annotations
 
@@ -107,7 +109,8 @@ class TrainingRecipe:
 
     def __init__(self, params: Params, tasks: Sequence[str], *, run_dir: str | Path | None = None,
                  dist: Distributed | None = None, logger: MetricLogger | None = None,
-                 progress: Progress | None = None, hooks: Sequence[Callable[["TrainingRecipe"], None]] = ()):
+                 progress: Progress | None = None, hooks: Sequence[Callable[["TrainingRecipe"], None]] = (),
+                 best_hooks: Sequence[Callable[["TrainingRecipe"], None]] = ()):
         self.params, self.tasks = params, list(tasks)
         self.run_dir = Path(run_dir) if run_dir else None
         self.dist = dist or Distributed()
@@ -115,7 +118,7 @@ class TrainingRecipe:
         self.precision = precision.resolve(params.train.precision, self.device, "train.precision")
         self.logger = logger if self.dist.rank == 0 else None
         self.progress = progress or Progress(None)
-        self.hooks = list(hooks)
+        self.hooks, self.best_hooks = list(hooks), list(best_hooks)
         self.iteration, self.best_score, self.best_iteration = 0, None, None
         self.last_validated = self.last_saved = -1
         self.checked_unused = False
@@ -234,6 +237,8 @@ class TrainingRecipe:
                     save_checkpoint(best_model_path(self.run_dir), self.core,
                                     {"iteration": self.iteration, "score": score, "results": results,
                                      "params": dataclasses.asdict(self.params)})
+                for hook in self.best_hooks:
+                    hook(self)
         finally:
             if self.average is not None:
                 self.average.swap()

@@ -13,7 +13,9 @@ from mqan.decode import iter_answers
 
 
 class Validator:
-    """Decodes every task's validation split (the first `train.max_val_examples` rows) on all workers."""
+    """Decodes every task's validation split (the first `train.max_val_examples` rows) on all workers. With
+    `keep_examples` set, rank 0 also keeps the last round's per-example statistics of each task's headline
+    (eval.examples: ``{"kind", "values"}``) in `examples`, outside the results (which go into checkpoints)."""
 
     def __init__(self, processed_dir: str, tasks: list[str], vocab, params: Params, dist: Distributed,
                  precision: str = "fp32"):
@@ -21,6 +23,7 @@ class Validator:
         self.precision = precision  # as the recipe resolved train.precision (mqan/precision.py)
         limit = params.train.max_val_examples
         self.rows = {t: read_share(processed_dir, t, "validation", limit=limit).to_pylist() for t in tasks}
+        self.keep_examples, self.examples = False, {}
 
     @torch.no_grad()
     def decode(self, model: torch.nn.Module, device: torch.device) -> dict[str, dict[str, str]]:
@@ -53,7 +56,9 @@ class Validator:
         results = {}
         for task, rows in self.rows.items():
             preds = {k: v for part in gathered for k, v in part[task].items()}
-            results[task] = score_task(task, preds, rows)
+            results[task] = score_task(task, preds, rows, examples=self.keep_examples)
+            if self.keep_examples:
+                self.examples[task] = results[task].pop("examples")
         return results
 
 

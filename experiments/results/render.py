@@ -11,8 +11,11 @@ import statistics
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from eval import clustered
 from eval.stats import Interval, seed_difference, seed_interval
-from eval.verdict import FAILS, INCONCLUSIVE, at_floor, below_floor, still_rising, verdict
+from eval.steps import Judged
+from eval.verdict import (FAILS, INCONCLUSIVE, NOT_TESTED, UNDERPOWERED, at_floor, below_floor, power_note,
+                          still_rising, verdict)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PLACEHOLDER = re.compile(r"\{\{([a-z0-9_]+)\}\}")
@@ -110,3 +113,40 @@ def judge(before: Sequence[float], after: Sequence[float], paper: float, *, floo
         n = min(len(before), len(after))
         reasons.append(f"{n} seed{'s' if n != 1 else ''} a side")
     return change, said + (f": {'; '.join(reasons)}" if reasons else "")
+
+
+RISING = "a validation curve still rising over the last third of its budget"
+
+
+def reasons(judged: Judged, unit: str | None = None) -> list[str]:
+    """Why a step got its verdict, in the page's words, and how its interval was made (`unit`: what a cluster
+    is, for the clustered interval)."""
+    step, said, out = judged.step, judged.verdict, []
+    if said == FAILS:
+        out.append(f"a side's interval lies wholly below the {step.floor:.1f} floor")
+    if said == NOT_TESTED and any(at_floor(s.interval, step.floor) for s in judged.sides):
+        single = any(math.isinf(s.interval.low) for s in judged.sides)
+        out.append(f"one run a side gives no interval clear of the {step.floor:.1f} floor" if single
+                   else f"a side's interval reaches the {step.floor:.1f} floor")
+    if said == NOT_TESTED and any(step.rising):
+        out.append(RISING)
+    if said == UNDERPOWERED:
+        out.append(power_note(judged.mde, step.paper))
+    method = judged.change.method
+    out.append(f"clustered by {unit}" if method == clustered.CLUSTERED and unit else method)
+    return out
+
+
+def verdict_cell(judged: Judged, unit: str | None = None) -> str:
+    """'**verdict**: reason; reason; how the interval was made'."""
+    return f"**{judged.verdict}**: " + "; ".join(reasons(judged, unit))
+
+
+def mde_cell(judged: Judged) -> str:
+    """The step's minimum detectable effect at 80% power ('unbounded' with one run a side)."""
+    return "unbounded" if math.isinf(judged.mde) else num(judged.mde)
+
+
+def p_cell(judged: Judged) -> str:
+    """Holm's adjusted p-value over the table's steps."""
+    return f"{judged.adjusted_p:.3f}" if judged.adjusted_p >= 0.001 else "<0.001"

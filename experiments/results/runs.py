@@ -4,8 +4,11 @@ cores, bf16 units, GPU), load, minutes, curve and final scores.
 
     python -m experiments.results.runs table2 checkpoints/table2/sst-s2s-s11 ... [--machine xeon]
 
-The runs replace those of the same name in docs/results/records/<record>.json; run this on the machine
-that made them, right after (the machine and the commit are read here).
+The runs replace those of the same name in docs/results/records/<record>.json, and each run's per-example
+record (<folder>/examples.json.gz, experiments/results/examples.py) is copied to
+docs/results/records/examples/<record>/<run>.json.gz; a run without one keeps none there (its page then says
+"seed-only interval"). Run this on the machine that made them, right after (the machine and the commit are
+read here), or give --machine and --commit for folders brought back from another machine.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import json
 from pathlib import Path
 
 from bench.record import commit, this_machine
-from experiments.results import records
+from experiments.results import examples, records
 
 
 def params_digest(run: dict) -> str:
@@ -27,7 +30,7 @@ def params_digest(run: dict) -> str:
     return h.hexdigest()[:16]
 
 
-def from_folder(folder: Path, machine: str) -> dict:
+def from_folder(folder: Path, machine: str, made_at: str | None = None) -> dict:
     """The record run of one single_task.py run folder."""
     run = json.loads((folder / "curve.json").read_text(encoding="utf-8"))
     task, curve = run["task"], run["curve"]
@@ -38,7 +41,7 @@ def from_folder(folder: Path, machine: str) -> dict:
     return {"name": folder.name, "task": task, "variant": run.get("variant", "mqan"), "seed": run["seed"],
             "command": f"python -m experiments.single_task run --task {task} --iterations {iters} --val-every "
                        f"{curve[1]['iteration'] - curve[0]['iteration'] if len(curve) > 1 else iters} {overlay} {sets}",
-            "commit": commit(), "params_digest": params_digest(run), "machine": machine,
+            "commit": made_at or commit(), "params_digest": params_digest(run), "machine": machine,
             "load": run.get("load_end"), "minutes": round(run["minutes"], 2),
             "curve": [[p["iteration"], round(p["headline"], 2)] for p in curve],
             "scores": {task: round(best["headline"], 1)}, "best_iteration": best["iteration"],
@@ -52,14 +55,20 @@ def tokens_per_s(curve: list[dict]) -> int | None:
     return round(rates[len(rates) // 2]) if rates else None
 
 
-def add(record_name: str, folders: list[Path], machine: str) -> dict:
-    """The record with `folders`' runs in place of those of the same name, and this machine under `machine`."""
+def add(record_name: str, folders: list[Path], machine: str, made_at: str | None = None,
+        described: dict | None = None) -> dict:
+    """The record with `folders`' runs in place of those of the same name, their per-example records beside it,
+    and the machine (this one unless `described`) under `machine`. Every folder is read and checked before
+    anything is written."""
     path = records.RECORDS / f"{record_name}.json"
     record = json.loads(path.read_text(encoding="utf-8"))
-    new = [from_folder(f, machine) for f in folders]
+    new = [from_folder(f, machine, made_at) for f in folders]
+    kept = {f.name: examples.read(f / examples.FILE) for f in folders if (f / examples.FILE).is_file()}
     names = {r["name"] for r in new}
     record["runs"] = [r for r in record["runs"] if r["name"] not in names] + new
-    record["machines"][machine] = this_machine()
+    record["machines"][machine] = described or this_machine()
+    for name, found in kept.items():
+        examples.write(examples.DIR / record_name / f"{name}.json.gz", found)
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
 
@@ -70,11 +79,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("record", help="docs/results/records/<record>.json")
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--machine", default="this", help="the machine's key in the record (default: %(default)s)")
+    ap.add_argument("--machine-file", type=Path, metavar="JSON",
+                    help="the machine that made the runs and its commit, as experiments/grid.sh writes them "
+                         "(machine.json: cpu, cores, bf16_units, gpu, commit), for folders brought back from it")
     args = ap.parse_args(argv)
     missing = [str(f) for f in args.folders if not (f / "curve.json").is_file()]
     if missing:
         ap.error(f"no curve.json (unfinished run?) in {', '.join(missing)}")
-    add(args.record, args.folders, args.machine)
+    described = made_at = None
+    if args.machine_file:
+        found = json.loads(args.machine_file.read_text(encoding="utf-8"))
+        lacking = [f for f in (*records.MACHINE_FIELDS, "commit") if f not in found]
+        if lacking:
+            ap.error(f"{args.machine_file}: no {', '.join(lacking)} (experiments/grid.sh writes all of them)")
+        described, made_at = {f: found[f] for f in records.MACHINE_FIELDS}, found["commit"]
+    add(args.record, args.folders, args.machine, made_at, described)
     print(f"{len(args.folders)} runs in docs/results/records/{args.record}.json")
     return 0
 

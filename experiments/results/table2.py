@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from eval.clustered import cluster_unit
 from eval.stats import t_quantile
+from eval.steps import Step, judge_steps
 from eval.verdict import still_rising
 from eval.compare import PAPER_TABLE2, TABLE2_NAMES, TABLE2_VARIANTS
-from experiments.results import records
-from experiments.results.render import floor_cell, floor_of, judge, mean_sd, num, table
+from experiments.results import examples, planned, records
+from experiments.results.render import (floor_cell, floor_of, interval, mde_cell, mean_sd, num, p_cell, table,
+                                        verdict_cell)
 
 PAGE = "docs/results/table2.md"
 TEMPLATE = "table2.md"
@@ -47,7 +50,7 @@ def rising(record: dict, task: str, variant: str) -> bool:
     """Whether a run of (task, variant) was still rising: from its curve when kept, else the record's note."""
     for r in record["runs"]:
         if r["task"] == task and r["variant"] == variant:
-            if r["curve"] and still_rising(r["curve"], record["iterations"][task]):
+            if r["curve"] and still_rising(r["curve"], r.get("iterations") or record["iterations"][task]):
                 return True
             if r["still_rising"] is True:
                 return True
@@ -70,26 +73,38 @@ def results_table(record: dict, floors: dict) -> str:
                  rows, "l" + "r" * 5 + "ll")
 
 
+def runs_of(record: dict, task: str, variant: str) -> list[dict]:
+    return [r for r in record["runs"] if r["task"] == task and r["variant"] == variant]
+
+
+def step_of(record: dict, task: str, before: str, after: str, floor: float | None) -> Step:
+    """One step of `task` for eval/steps.py: per-example samples where every run of both sides kept its record
+    (docs/results/records/examples/table2/), else the seeds' values (a seed-only interval)."""
+    paper = PAPER[task][VARIANTS.index(after)] - PAPER[task][VARIANTS.index(before)]
+    kept = [[examples.load("table2", r.get("name")) for r in runs_of(record, task, v)] for v in (before, after)]
+    (a, clusters), (b, _) = (examples.side(found, task) for found in kept)
+    if a is None or b is None or not examples.same_examples(*kept, task):
+        a = b = clusters = None
+    return Step(f"{task} {before}->{after}", paper, a, b,
+                (cell_values(record, task, before), cell_values(record, task, after)), clusters, floor,
+                [rising(record, task, v) for v in (before, after)])
+
+
 def steps(record: dict, floors: dict) -> tuple[str, Counter, dict[str, set[str]]]:
-    """Every step of every task: the paper's change, the change here [95% Welch interval], the verdict; with the
-    tally of verdicts and each task's set of verdicts."""
+    """Every step of every task, judged together (eval/steps.py: Holm over the table's steps, each step's MDE):
+    the paper's change, the change here [95% interval], MDE, Holm's p, the verdict; with the tally of verdicts
+    and each task's set of verdicts."""
+    found = [(task, label, before, after) for task, label in TASKS.items()
+             if any(r["task"] == task for r in record["runs"]) for before, after in zip(VARIANTS, VARIANTS[1:])]
+    judged = judge_steps([step_of(record, t, b, a, floor_of(floors.get(t))) for t, _, b, a in found])
     rows, tally, by_task = [], Counter(), {}
-    for task, label in TASKS.items():
-        if not any(r["task"] == task for r in record["runs"]):
-            continue
-        floor = floor_of(floors.get(task))
-        for before, after in zip(VARIANTS, VARIANTS[1:]):
-            paper = PAPER[task][VARIANTS.index(after)] - PAPER[task][VARIANTS.index(before)]
-            sides = [rising(record, task, v) for v in (before, after)]
-            change, said = judge(cell_values(record, task, before), cell_values(record, task, after), paper,
-                                 floor=floor, rising=sides)
-            tally[said.split(":")[0]] += 1
-            by_task.setdefault(task, set()).add(said)
-            shown = f"{change.value:+.1f} [{change.low:+.1f}, {change.high:+.1f}]"
-            rows.append([label, f"{NAMES[before]} → {NAMES[after]}", f"{paper:+.1f}", shown, f"**{said.split(':')[0]}**"
-                         + (":" + said.split(":", 1)[1] if ":" in said else "")])
-    return table(["task", "step", "paper", "here [95% Welch interval]", "verdict (eval/verdict.py)"], rows,
-                 "llrrl"), tally, by_task
+    for (task, label, before, after), j in zip(found, judged):
+        tally[j.verdict] += 1
+        by_task.setdefault(task, set()).add(j.verdict)
+        rows.append([label, f"{NAMES[before]} → {NAMES[after]}", f"{j.step.paper:+.1f}", interval(j.change.interval),
+                     mde_cell(j), p_cell(j), verdict_cell(j, cluster_unit(task))])
+    return table(["task", "step", "paper", "here [95% interval]", "MDE (80% power)", "Holm p",
+                  "verdict (eval/verdict.py)"], rows, "llrrrrl"), tally, by_task
 
 
 def mwsc_runs(record: dict) -> str:
@@ -137,7 +152,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     mwsc = [v for variant in VARIANTS for v in cell_values(record, "schema", variant)]
     its = record["iterations"]
     return {
-        "date": record["date"], "source": record["source"],
+        "date": record["date"], "source": record["source"], "plan_table": planned.section("table2"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
+        "plan_assumed": records.load("plan")["assumed"], 
         "machines": "; ".join(f"`{k}`: {records.describe_machine(m)}" for k, m in record["machines"].items()),
         "iters_schema": f"{its['schema']:,}", "iters_sst": f"{its['sst']:,}", "iters_woz": f"{its['woz.en']:,}",
         "iters_srl": f"{its['srl']:,}", "results_table": results_table(record, floors), "verdict_table": verdicts,

@@ -6,9 +6,11 @@ from collections import Counter
 from statistics import mean
 
 from deca.registry import DECANLP
+from eval.clustered import cluster_unit
 from eval.compare import PAPER_TABLE3
-from experiments.results import records
-from experiments.results.render import floor_of, judge, mean_sd, num, table
+from eval.steps import Step, judge_steps
+from experiments.results import examples, planned, records
+from experiments.results.render import floor_of, interval, mde_cell, mean_sd, num, p_cell, table, verdict_cell
 
 PAGE = "docs/results/table3.md"
 TEMPLATE = "table3.md"
@@ -61,21 +63,37 @@ def results_table(record: dict, floors: dict) -> str:
                  "ll" + "r" * (len(TASKS) + 1) + "l")
 
 
+def step_of(record: dict, strategy: str, task: str, paper: float, floors: dict) -> Step:
+    """One finding for eval/steps.py: fully joint -> `strategy` on `task`, per example where every run of both
+    sides kept its record (docs/results/records/examples/table3/; never for the sum of five tasks, whose
+    two-level interval is not computed), else over the seeds."""
+    sides = ("fully_joint", strategy)
+    a = b = clusters = None
+    if task != "sum":
+        kept = [[examples.load("table3", r.get("name")) for r in record["runs"] if r["strategy"] == s] for s in sides]
+        (a, clusters), (b, _) = (examples.side(found, task) for found in kept)
+        if a is None or b is None or not examples.same_examples(*kept, task):
+            a = b = clusters = None
+    return Step(f"{strategy} {task}", paper, a, b, tuple(scores(record, s, task) for s in sides), clusters,
+                floor(floors, task), [rising(record, s, task) for s in sides])
+
+
 def findings(record: dict, floors: dict) -> tuple[str, Counter]:
-    """Each finding: the paper's change, the change of the means here [95% Welch interval], the verdict."""
-    rows, tally = [], Counter()
+    """Each finding, judged together (eval/steps.py: Holm over the four, each one's MDE): the paper's change,
+    the change of the means here [95% interval], MDE, Holm's p, the verdict."""
+    found = []
     for s, task, text in FINDINGS:
         base, other = PAPER["fully_joint"], PAPER[s]
         paper = sum(other.values()) - sum(base.values()) if task == "sum" else other[task] - base[task]
-        sides = [rising(record, side, task) for side in ("fully_joint", s)]
-        change, said = judge(scores(record, "fully_joint", task), scores(record, s, task), paper,
-                             floor=floor(floors, task), rising=sides)
-        tally[said.split(":")[0]] += 1
-        head, _, why = said.partition(":")
-        rows.append([text, num(paper, sign=True), f"{change.value:+.1f} [{change.low:+.1f}, {change.high:+.1f}]",
-                     f"**{head}**" + (f":{why}" if why else "")])
-    return table(["the paper's finding", "paper", "here [95% Welch interval]", "verdict (eval/verdict.py)"], rows,
-                 "lrrl"), tally
+        found.append(step_of(record, s, task, paper, floors))
+    rows, tally = [], Counter()
+    for (s, task, text), j in zip(FINDINGS, judge_steps(found)):
+        tally[j.verdict] += 1
+        unit = None if task == "sum" else cluster_unit(task)
+        rows.append([text, num(j.step.paper, sign=True), interval(j.change.interval), mde_cell(j), p_cell(j),
+                     verdict_cell(j, unit)])
+    return table(["the paper's finding", "paper", "here [95% interval]", "MDE (80% power)", "Holm p",
+                  "verdict (eval/verdict.py)"], rows, "lrrrrl"), tally
 
 
 def runs_table(record: dict) -> str:
@@ -96,7 +114,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     woz = [r["scores"]["woz.en"] for r in record["runs"]]
     gain = {t: mean(scores(record, "anti_curriculum", t)) - mean(scores(record, "fully_joint", t))
             for t in ("sum", "schema")}
-    return {"date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
+    return {"plan_table": planned.section("table3"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
+            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
             "source": record["source"], "iterations": f"{record['iterations']:,}",
             "phase_iterations": f"{record['phase_iterations']:,}", "results_table": results_table(record, floors),
             "verdict_table": verdicts, "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),

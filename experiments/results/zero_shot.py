@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from statistics import mean
 
-from eval.stats import seed_interval
-from experiments.results import records
-from experiments.results.render import floor_cell, floor_of, judge, mean_sd, num, table
+from eval.steps import Step, judge_steps
+from experiments.results import examples, planned, records
+from experiments.results.render import (floor_cell, floor_of, interval, mde_cell, mean_sd, num, p_cell, table,
+                                        verdict_cell)
 
 PAGE = "docs/results/zero_shot.md"
 TEMPLATE = "zero_shot.md"
@@ -45,23 +46,33 @@ def top_answers(group: dict, count: int = 3) -> str:
     return "\n".join(lines)
 
 
+def step_of(group: dict, task: str, floors: dict) -> Step:
+    """As trained -> renamed over the group's models, for eval/steps.py: per example where every model kept its
+    record of both (docs/results/records/examples/zero_shot/<record>/<model>.json.gz), else over the models."""
+    found = models(group)
+    kept = [examples.load(f"zero_shot/{group['record']}", key) for key, _ in group["models"]]
+    (a, clusters), (b, _) = examples.side(kept, TRAINED), examples.side(kept, task)
+    if a is None or b is None or any(r["tasks"][TRAINED]["ids_sha256"] != r["tasks"][task]["ids_sha256"] for r in kept):
+        a = b = clusters = None  # paired only on the same sentences
+    return Step(f"{group['name']} {task}", PAPER_DROP, a, b,
+                ([m[TRAINED]["em"] for _, m in found], [m[task]["em"] for _, m in found]), clusters,
+                floor_of(floors[task]))
+
+
 def verdicts(groups: list[dict], floors: dict) -> tuple[str, list[str]]:
-    """Per group and renaming: as trained, renamed [95% t interval over the models], the renamed task's floor,
-    the change, the verdict (a renamed side wholly below its floor "fails")."""
+    """Per group and renaming, judged together (eval/steps.py: Holm over the rows, each row's MDE): as trained,
+    renamed [95% interval], the renamed task's floor, the change [95% interval], the verdict (a renamed side
+    wholly below its floor "fails")."""
+    keys = [(group, task, name) for group in groups for task, name in RENAMED.items()]
     rows, heads = [], []
-    for group in groups:
-        found = models(group)
-        trained = [m[TRAINED]["em"] for _, m in found]
-        for task, name in RENAMED.items():
-            renamed = [m[task]["em"] for _, m in found]
-            side = seed_interval(renamed)
-            change, said = judge(trained, renamed, PAPER_DROP, floor=floor_of(floors[task]))
-            head, _, why = said.partition(":")
-            heads.append(head)
-            rows.append([group["name"], name, num(mean(trained)), f"{num(side.value)} [{num(side.low)}, {num(side.high)}]",
-                         floor_cell(floors[task]), num(change.value, sign=True), f"**{head}**" + (f":{why}" if why else "")])
-    return table(["models", "renaming", "as trained", "renamed [95% interval]", "floor", "change",
-                  "verdict (eval/verdict.py)"], rows, "llrrlrl"), heads
+    for (group, task, name), j in zip(keys, judge_steps([step_of(g, t, floors) for g, t, _ in keys])):
+        heads.append(j.verdict)
+        side = j.sides[1].interval
+        rows.append([group["name"], name, num(mean(j.step.seed_values[0])),
+                     f"{num(side.value)} [{num(side.low)}, {num(side.high)}]", floor_cell(floors[task]),
+                     interval(j.change.interval), mde_cell(j), p_cell(j), verdict_cell(j)])
+    return table(["models", "renaming", "as trained", "renamed [95% interval]", "floor", "change [95% interval]",
+                  "MDE (80% power)", "Holm p", "verdict (eval/verdict.py)"], rows, "llrrlrrrl"), heads
 
 
 def summary(heads: list[str]) -> str:
@@ -83,7 +94,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     record = record or records.load("zero_shot")
     floors = floors if floors is not None else records.floors()
     groups = record["groups"]
-    out = {"date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
+    out = {"plan_table": planned.section("zero_shot"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
+            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
            "source": record["source"], "verdict_table": verdicts(groups, floors)[0],
            "verdict_summary": summary(verdicts(groups, floors)[1]),
            "floor": num(floors["sst.happy_angry"]["floor"]), "floor_answerer": floors["sst.happy_angry"]["answerer"],

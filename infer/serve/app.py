@@ -4,14 +4,16 @@ Routes:
   POST /predict   one request {"context", "question"[, "id"]} or a JSON array of them -> what `deca predict`
                   writes for each ({"id", "answer", "tokens": [{"token", "source", "weights", "probability"}]}),
                   one object for one request, an array for an array; the header X-Elapsed-Ms says how long the
-                  call took on the server (waiting for its batch included)
+                  call took on the server (waiting for its batch included); X-Model names the registered
+                  model version that answered (models:/NAME/VERSION), when served from the registry
   GET  /health    {"status": "ok", the checkpoint, device, batching counts, limits, the number of POST
                   /predict calls in flight}; {"status": "draining", ...} with status 503 during a drain
   GET  /tasks     {"tasks": [{"task", "description", "group", "context", "question", "expected"}]}
   GET  /          the demo page (static/index.html, with static/app.js and static/style.css)
 
-The app answers through a backend: `LocalBackend` (a Predictor and an asyncio Batcher, in one process)
-here, or the Ray Serve deployment of infer/serve/ray_app.py. Refused calls get a 4xx status and
+The app answers through a backend: `LocalBackend` (a Predictor and an asyncio Batcher, in one process,
+which `swap` replaces by another between calls: `deca serve --follow`, infer/serve/follow.py) here, or the
+Ray Serve deployment of infer/serve/ray_app.py. Refused calls get a 4xx status and
 {"error": "<one line>", "errors": [{"field", "message"}]} (infer/serve/schema.py).
 
 Shutting down (SIGTERM) is a drain (`drain`): new calls get 503 with Retry-After (uvicorn also stops
@@ -25,6 +27,7 @@ import signal
 import socket
 import time
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -58,30 +61,99 @@ class Backend(Protocol):
     # left_s (`drain`), async close() at its end
 
 
+@dataclass
+class Generation:
+    """One model being served: its Predictor, its own Batcher (and model thread), the registry version it is
+    (None when not from the registry) and the calls it is answering now."""
+
+    predictor: Predictor
+    batcher: Batcher
+    version: str | None = None
+    calls: int = 0
+
+
 class LocalBackend:
-    """One Predictor in this process, behind a Batcher that coalesces concurrent calls."""
+    """One Predictor in this process, behind a Batcher that coalesces concurrent calls. `swap` puts another model
+    in its place between calls: a call is answered wholly by the model current when it arrived; the old model's
+    batcher is stopped once its last call is answered."""
 
     def __init__(self, predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 5.0,
-                 batch_tokens: int = BATCH_TOKENS, slice_ms: float = SLICE_MS):
-        self.predictor = predictor
-        self.batcher = Batcher(predictor.answer, max_batch, max_wait_ms, batch_tokens, predictor.start, slice_ms)
+                 batch_tokens: int = BATCH_TOKENS, slice_ms: float = SLICE_MS, version: str | None = None,
+                 model_name: str | None = None):
+        self.batching = (max_batch, max_wait_ms, batch_tokens, slice_ms)
+        self.model_name = model_name
+        self.current = self.generation(predictor, version)
+        self.retiring: list[Generation] = []  # swapped out, still answering calls
+        self.swaps = 0
+        self.on_open: list = []  # callables run at the app's start with the event loop (the alias follower)
+        self.on_close: list = []
+
+    def generation(self, predictor: Predictor, version: str | None) -> Generation:
+        max_batch, max_wait_ms, batch_tokens, slice_ms = self.batching
+        return Generation(predictor, Batcher(predictor.answer, max_batch, max_wait_ms, batch_tokens, predictor.start,
+                                             slice_ms), version)
+
+    @property
+    def predictor(self) -> Predictor:
+        return self.current.predictor
+
+    @property
+    def batcher(self) -> Batcher:
+        return self.current.batcher
+
+    def label(self, version: str | None) -> str | None:
+        """How a response names the model version that answered it (header X-Model)."""
+        return f"models:/{self.model_name}/{version}" if self.model_name and version else None
 
     async def answer(self, requests: list[dict]) -> list[dict]:
-        rows = await asyncio.to_thread(self.predictor.prepare, requests)  # tokenizing off the event loop
-        return await self.batcher.submit(rows)
+        return (await self.answer_from(requests))[0]
+
+    async def answer_from(self, requests: list[dict]) -> tuple[list[dict], str | None]:
+        """(the answers, the label of the model that gave them): the model current when the call came."""
+        gen = self.current
+        gen.calls += 1
+        try:
+            rows = await asyncio.to_thread(gen.predictor.prepare, requests)  # tokenizing off the event loop
+            return await gen.batcher.submit(rows), self.label(gen.version)
+        finally:
+            gen.calls -= 1
+            if gen in self.retiring and not gen.calls:
+                await self.retire(gen)
+
+    def swap(self, predictor: Predictor, version: str | None) -> None:
+        """Serve `predictor` (fully loaded) from the next call on; run on the event loop, between calls."""
+        old, self.current = self.current, self.generation(predictor, version)
+        self.swaps += 1
+        self.retiring.append(old)
+        if not old.calls:
+            asyncio.get_running_loop().create_task(self.retire(old))
+
+    async def retire(self, gen: Generation) -> None:
+        if gen in self.retiring:
+            self.retiring.remove(gen)
+            await gen.batcher.stop()
 
     def health(self) -> dict:
-        stats = self.batcher.stats
-        return {**self.predictor.describe(), "serving": "uvicorn",
-                "batching": {"max_batch": self.batcher.max_batch, "max_wait_ms": self.batcher.max_wait * 1000,
-                             "batch_tokens": self.batcher.batch_tokens, "slice_ms": self.batcher.slice * 1000,
+        batcher, stats = self.batcher, self.batcher.stats
+        return {**self.predictor.describe(), "serving": "uvicorn", "model": self.label(self.current.version),
+                "swaps": self.swaps,
+                "batching": {"max_batch": batcher.max_batch, "max_wait_ms": batcher.max_wait * 1000,
+                             "batch_tokens": batcher.batch_tokens, "slice_ms": batcher.slice * 1000,
                              "batches": stats.batches, "rows": stats.rows, "largest_batch": stats.largest}}
 
+    async def open(self) -> None:
+        for start in self.on_open:
+            start(asyncio.get_running_loop())
+
     def drain(self, grace_s: float, left_s: float | None = None) -> None:
-        self.batcher.drain(grace_s, left_s)
+        for gen in [self.current, *self.retiring]:
+            gen.batcher.drain(grace_s, left_s)
 
     async def close(self) -> None:
-        await self.batcher.stop()
+        for stop in self.on_close:
+            stop()
+        for gen in [self.current, *self.retiring]:
+            await gen.batcher.stop()
 
 
 def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
@@ -123,11 +195,13 @@ def create_app(backend: Backend, limits: Limits = Limits()) -> FastAPI:
         try:
             raw = await read_body(request, limits.max_body_bytes)
             items, single = parse_body(raw, adapters, limits)
-            answers = await backend.answer(items)
+            answer_from = getattr(backend, "answer_from", None)
+            answers, model = await answer_from(items) if answer_from else (await backend.answer(items), None)
         finally:
             app.state.in_flight -= 1
         elapsed = (time.perf_counter() - start) * 1000
-        return JSONResponse(answers[0] if single else answers, headers={"X-Elapsed-Ms": f"{elapsed:.1f}"})
+        headers = {"X-Elapsed-Ms": f"{elapsed:.1f}", **({"X-Model": model} if model else {})}
+        return JSONResponse(answers[0] if single else answers, headers=headers)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

@@ -91,3 +91,8 @@ def test_contexts_make_the_clusters_of_a_task():
     assert clustered.context_clusters("woz.en", ["en_0_0", "en_0_1", "en_1_0"], ["hi", "a pub", "hello"]) == [
         "en_0", "en_0", "en_1"]
     assert clustered.context_clusters("sst", ["1", "2"], ["good film", "bad film"]) is None
+    assert clustered.context_clusters("sst", ["1", "2"], ["same", "same"]) is None  # sentences stand alone
+    assert clustered.context_clusters("schema", ["schema0-0", "schema0-1", "schema1-0"], ["a", "b", "c"]) == [
+        "schema0", "schema0", "schema1"]
+    assert [clustered.cluster_unit(t) for t in ("squad_dev", "srl", "woz.en", "schema")] == [
+        "paragraph", "sentence", "dialogue", "schema"]

@@ -67,3 +67,10 @@ def test_a_stopped_run_continues_to_the_same_curve(workdir, tmp_path, monkeypatc
     # (at 4 the continued run's window holds iteration 4 alone)
     assert split["curve"][-1]["loss"] == pytest.approx(whole["curve"][-1]["loss"], rel=1e-5)
     assert not (tmp_path / "split" / "state").exists() and not (tmp_path / "split" / "curve.partial.json").exists()
+    # the best round per example, kept across the stop: its metric is the curve's best headline
+    from experiments.results import examples
+
+    for run, curve in (("whole", whole), ("split", split)):
+        kept = examples.read(tmp_path / run / examples.FILE)["tasks"]["sst"]
+        assert kept["clusters"] is None  # SST: independent sentences
+        assert kept["headline"] == pytest.approx(max(p["headline"] for p in curve["curve"]), abs=1e-3)

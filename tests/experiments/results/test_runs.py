@@ -21,3 +21,24 @@ def test_a_run_folder_becomes_a_record_run_with_every_field(tmp_path):
     assert len(run["params_digest"]) == 16
     other = dict(json.loads((folder / "curve.json").read_text()), overrides=["model.variant=satt", "train.seed=11"])
     assert runs.params_digest(other) != run["params_digest"]
+
+
+def test_runs_brought_back_join_the_record_with_their_per_example_records(tmp_path, monkeypatch):
+    from experiments.results import examples
+
+    test_a_run_folder_becomes_a_record_run_with_every_field(tmp_path)  # writes tmp_path/sst-s2s-s11/curve.json
+    folder = tmp_path / "sst-s2s-s11"
+    rows = [{"id": str(i), "context": f"s{i}"} for i in range(3)]
+    examples.write(folder / examples.FILE, examples.run_record(folder.name, 300, {
+        "sst": examples.task_record("sst", "em", rows, {"kind": "mean", "values": [[100.0], [0.0], [100.0]]})}))
+    monkeypatch.setattr(records, "RECORDS", tmp_path / "records")
+    monkeypatch.setattr(examples, "DIR", tmp_path / "records" / "examples")
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "table2.json").write_text(json.dumps({"machines": {}, "runs": [
+        {"name": "sst-s2s-s11", "old": True}, {"name": "sst-s2s-s7"}]}))
+    machine = {"cpu": "host", "cores": 16, "bf16_units": None, "gpu": "NVIDIA H100 80GB HBM3"}
+    record = runs.add("table2", [folder], "h100", "abc1234", machine)
+    assert [r["name"] for r in record["runs"]] == ["sst-s2s-s7", "sst-s2s-s11"] and "old" not in record["runs"][1]
+    assert record["machines"]["h100"] == machine and record["runs"][1]["commit"] == "abc1234"
+    kept = examples.load("table2", "sst-s2s-s11")
+    assert kept["tasks"]["sst"]["headline"] == 66.6667

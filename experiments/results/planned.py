@@ -1,0 +1,34 @@
+"""The plan of the issue-45 grid on the Table 2, Table 3 and zero-shot pages: per step, what the records say
+(seeds, their spread, the examples' share of the noise and where it came from, a curve still rising) and what
+experiments/plan.py planned from it (docs/results/records/plan.json): "k seeds x n iterations, MDE x at 80%
+power vs the paper's y"."""
+from __future__ import annotations
+
+from experiments.results import records
+from experiments.results.render import num, table
+
+
+def cell(step: dict) -> str:
+    """'5 seeds × 4,800 iterations: MDE 4.5 vs the paper's 7.0' (and why where it cannot be powered)."""
+    target = "the paper's" if step["paper"] is not None else "the floor distance"
+    said = (f"{step['seeds']} seeds × {step['iterations']:,} iterations: MDE {num(step['mde'])} at 80% power vs "
+            f"{target} {num(step['target'])}")
+    if not step["reachable"]:
+        said += (f"; underpowered at any count of seeds up to the plan's maximum (the examples alone give "
+                 f"MDE {num(step['examples_mde'])})")
+    return said
+
+
+def section(table_name: str, plan: dict | None = None) -> str:
+    """The plan's table for one page."""
+    plan = plan or records.load("plan")
+    rows = []
+    for s in plan["steps"]:
+        if s["table"] != table_name:
+            continue
+        measured = s["example_variance_from"].startswith("measured")
+        rows.append([s["task"], s["step"], str(s["seeds_now"]), num(s["seed_sd"], 2),
+                     num(s["example_sd_of_mean"], 2) + ("" if measured else " (assumed)"),
+                     f"{s['iterations_now']:,}" + (" (rising)" if s["rising"] else ""), cell(s)])
+    return table(["task", "step", "seeds now", "seed sd (pooled)", "examples' sd of the mean change",
+                  "iterations now", "planned"], rows, "llrrrrl")

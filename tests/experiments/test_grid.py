@@ -1,0 +1,41 @@
+"""experiments/grid.sh, rehearsed small on the CPU: the planned MWSC runs, two at a time, each leaving its curve
+and its per-example record in the export (with the machine) before the next batch; a second call finds them
+done. Slow: it prepares the real corpora and trains two tiny models."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from experiments.results import examples
+from tests.conftest import ROOT, SHARED_CORPORA
+
+TINY = ("model.dimension=16 model.ff_hidden=16 model.heads=2 model.transformer_layers=1 model.rnn_layers=1 "
+        "model.embedding_dim=16 model.word_vectors=null model.max_generative_vocab=200 model.max_answer_length=8 "
+        "train.token_budget=400 train.val_batch_size=64")
+
+
+@pytest.mark.slow
+def test_the_grid_runs_the_plan_in_batches_and_exports_per_example_records(tmp_path):
+    if not (SHARED_CORPORA / "schema").is_dir():
+        pytest.skip(f"real corpora not found at {SHARED_CORPORA}")
+    env = {**os.environ, "DECA_SHARED_CORPORA": str(SHARED_CORPORA), "DEVICE": "cpu", "PARALLEL": "2",
+           "ITERS_SCALE": "0.01", "TABLES": "table2", "TASKS": "schema", "LIMIT": "2", "BUDGET_S": "400",
+           "MIN_RUN_S": "30", "GRID_OUT": str(tmp_path / "runs"), "EXPORT": str(tmp_path / "export"),
+           "WORKDIR": str(tmp_path / "work"), "SET": TINY, "PY": str(ROOT / ".venv" / "bin" / "python"),
+           "PYTHONPATH": str(ROOT)}
+    first = subprocess.run(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert "2 to do" in first.stdout and first.stdout.count("done: schema-") == 2, first.stdout + first.stderr
+    for name in ("schema-s2s-s123", "schema-satt-s123"):
+        curve = json.loads((tmp_path / "export" / name / "curve.json").read_text())
+        kept = examples.read(tmp_path / "export" / name / examples.FILE)["tasks"]["schema"]
+        assert kept["n"] == 82 and kept["cluster_by"] == "schema" and len(set(kept["clusters"])) == 41
+        assert kept["headline"] == pytest.approx(max(p["headline"] for p in curve["curve"]), abs=1e-3)
+    machine = json.loads((tmp_path / "export" / "machine.json").read_text())
+    assert machine["gpu"] is None and machine["commit"] and machine["cores"] >= 1
+    again = subprocess.run(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert "0 to do" in again.stdout, again.stdout + again.stderr

@@ -1,0 +1,63 @@
+"""experiments/plan.py: more seeds for more noise and a smaller effect, a planned design finds its effect at
+the stated power, and the committed plan is the one the records give."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from eval.stats import welch_p
+from experiments import plan
+from experiments.results import planned, records
+
+
+def test_more_variance_or_a_smaller_effect_needs_more_seeds():
+    base = plan.plan_step(seed_var=2.0, example_var=0.0, target=2.0)
+    noisier = plan.plan_step(seed_var=4.0, example_var=0.0, target=2.0)
+    smaller = plan.plan_step(seed_var=2.0, example_var=0.0, target=1.5)
+    assert base["reachable"] and noisier["reachable"] and smaller["reachable"]
+    assert noisier["seeds"] > base["seeds"] and smaller["seeds"] > base["seeds"]
+    assert base["mde"] < 2.0 <= plan.design_mde(2.0, 0.0, base["seeds"] - 1)  # the fewest that do
+
+
+def test_examples_that_alone_exceed_the_effect_are_said_and_get_the_minimum():
+    found = plan.plan_step(seed_var=1.0, example_var=1.0, target=2.0)  # the examples alone: MDE 2.8
+    assert not found["reachable"] and found["seeds"] == plan.MIN_SEEDS
+    assert found["examples_mde"] == pytest.approx(2.8016, abs=1e-3)
+
+
+def test_a_planted_effect_is_found_at_the_stated_power():
+    """Seeds drawn around two means that differ by the planned design's MDE: Welch's test at 5% finds the
+    difference in about 80% of the trials (t quantiles make the MDE a close, slightly conservative guide)."""
+    rng = np.random.default_rng(0)
+    sd, target = 1.2, 2.5  # per-side seed sd; the paper's effect
+    found = plan.plan_step(seed_var=2 * sd ** 2, example_var=0.0, target=target)
+    seeds, effect = found["seeds"], found["mde"]
+    hits = sum(welch_p(rng.normal(0.0, sd, seeds), rng.normal(effect, sd, seeds)) < 0.05 for _ in range(2000))
+    assert 0.76 <= hits / 2000 <= 0.88
+
+
+def test_the_pooled_spread_and_the_assumed_example_variance():
+    assert plan.pooled_variance([[1.0, 3.0], [5.0, 5.0], [7.0]]) == pytest.approx(1.0)  # (2 + 0) / 2
+    assert plan.pooled_variance([[1.0], [2.0]]) is None
+    assert plan.assumed_example_variance([50.0, 50.0], 100) == pytest.approx(50.0)  # 2 x 2500 / 100
+
+
+def test_the_committed_plan_is_the_records_plan_and_reaches_every_page():
+    made = plan.make()
+    assert json.loads(plan.PATH.read_text(encoding="utf-8")) == json.loads(json.dumps(made, ensure_ascii=False))
+    assert [sum(s["table"] == t for s in made["steps"]) for t in ("table2", "table3", "zero_shot")] == [12, 4, 6]
+    assert all(s["seeds"] >= plan.MIN_SEEDS and s["iterations"] >= s["iterations_now"] for s in made["steps"])
+    text = planned.section("table2", made)
+    assert "| srl | +SAtt → +CAtt | 3 |" in text and "MDE" in text and "vs the paper's 7.0" in text
+    lines = plan.run_lines(made)
+    assert len(lines) == sum(c["seeds"] * 4 for c in made["planned_runs"]["table2"].values()) + sum(
+        c["seeds"] for g, c in made["planned_runs"]["zero_shot"].items() if g != "Table 3 five-task models")
+    assert all(not math.isnan(s["mde"]) for s in made["steps"])
+
+
+def test_a_task_whose_seeds_never_differ_is_refused():
+    with pytest.raises(records.RecordError, match="no two seeds"):
+        plan.entry("table2", "s", "sst", 1.0, 1.0, [[80.0, 80.0]], [[80.0, 80.0]], 0.0, "x", 10, False, 100)
