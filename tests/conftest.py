@@ -34,6 +34,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 import dvc  # noqa: E402,F401
 
 
+def pytest_collection_modifyitems(config, items):
+    """The files marked `first` (minutes of setup) go first: pytest-xdist hands out files in this order, so the
+    longest start at once and no worker is left with one of them at the end while the other waits."""
+    items.sort(key=lambda item: item.get_closest_marker("first") is None)  # stable: file order kept otherwise
+
+
 def pytest_configure(config):
     if os.environ.get("DECA_TEST_NO_SESSION_GUARD") != "1" and not hasattr(config, "_deca_guard"):
         from deca.processes import guard_self

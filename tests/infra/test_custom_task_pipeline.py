@@ -11,7 +11,7 @@ import pytest
 
 from tests.infra.dvc_repo import BIN, Repo, copy_worktree, ran_stages
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.first]
 
 CUSTOM = {"minqa": {"metric": "nf1", "description": "short questions about one sentence (test fixture)",
                     "fields": {"context": "passage"},

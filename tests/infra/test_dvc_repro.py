@@ -21,7 +21,7 @@ import yaml
 
 from tests.infra.dvc_repo import BIN, TIMEOUT, Repo, ran_stages, reproduced
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.first]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import yaml
 
 from tests.infra.dvc_repo import BIN, QUICK, TIMEOUT, Repo, ran_stages, reproduced
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.first]
 
 
 SQUAD_OPTION = {"prepare": {"task_options": {"squad": {"max_train_context_tokens": 60}}}}

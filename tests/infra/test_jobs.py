@@ -265,7 +265,7 @@ def test_options_of_dvc_repro_go_to_it_alone(tmp_path):
 def test_the_project_s_own_stages_in_parallel_as_dvc_repro_leaves_them(tmp_path):
     """The pipeline's validate, download and prepare stages of four tasks (Beam, the bundled corpora) on two copies
     of the repository: `deca repro --jobs 2` leaves dvc.lock, the prepared data and the run-cache as `dvc repro`."""
-    from tests.test_dvc_pipeline import copy_worktree
+    from tests.infra.dvc_repo import copy_worktree
 
     targets = ["prepare@sst", "prepare@sst_happy_angry", "prepare@woz_en", "prepare@woz_de"]
     made = {}

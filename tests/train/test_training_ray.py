@@ -23,7 +23,7 @@ from deca.config import ModelConfig, Params, TrainConfig
 from deca.metric_logging import client
 from eval.curves import history
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.first]
 
 TASKS = ["sst", "woz.en", "schema"]
 ITERATIONS = 16
