@@ -6,6 +6,7 @@ functions that need them: importing this module costs what deca.config and mqan.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -92,3 +93,26 @@ def write_run(folder, task: str, correct, answers, questions=None, shuffle: int 
              for i in order]
     (folder / f"{task}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
+
+
+class FillingFile:
+    """A file on a disk with `room` bytes left (none: a full disk): a write past them fails with ENOSPC, naming no
+    file, as write() does."""
+
+    def __init__(self, path, mode="wb", room=0):
+        self.f, self.room = open(path, mode), room
+
+    def write(self, data):
+        self.room -= len(data)
+        if self.room < 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return self.f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()

@@ -9,7 +9,6 @@ it over: pickled, in a WorkerGroupError. tests/faults/test_real_disk.py fills a 
 from __future__ import annotations
 
 import contextlib
-import errno
 import pickle
 from pathlib import Path
 from typing import Callable, Iterator
@@ -18,27 +17,9 @@ import pytest
 
 from tests.faults.tools import (ENOSPC, RUN, empty_dirs, full_disk, no_ray, patched, processed, refused, run_cli,
                                 statuses, tiny_checkpoint, train_argv)
+from tests.support import FillingFile
 
 G, ORIGIN = "fault", "issue 42: disk full"
-
-
-class FullFile:
-    """A file on a full disk: every write fails with ENOSPC, naming no file, as write() does."""
-
-    def __init__(self, path, mode="wb"):
-        self.f = open(path, mode)
-
-    def write(self, data):
-        raise OSError(errno.ENOSPC, ENOSPC)
-
-    def __getattr__(self, name):
-        return getattr(self.f, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
 
 
 @contextlib.contextmanager
@@ -80,7 +61,7 @@ def test_a_full_disk_at_the_first_best_model(tmp_path, observed, monkeypatch):
 
     def work(run_dir: Path) -> None:
         with monkeypatch.context() as m:
-            m.setattr(checkpoint, "open", FullFile, raising=False)  # the module's open(): the built-in one otherwise
+            m.setattr(checkpoint, "open", FillingFile, raising=False)  # the module's open(): the built-in one otherwise
             checkpoint.save_checkpoint(run_dir / "best" / "model.pt", tiny_model())
 
     with worker(tmp_path, work) as uri:

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from tests.support import GEN, OOV, VOCAB, tiny_cfg, tiny_model
+from tests.support import GEN, OOV, VOCAB, FillingFile, tiny_cfg, tiny_model
 from deca.errors import DataError
 from tests.mqan.test_model import random_rows
 from mqan.batch import collate
@@ -122,35 +122,11 @@ def test_a_directory_is_called_a_directory_with_the_file_to_give(tmp_path):
         read_checkpoint(tmp_path)
 
 
-class FillingFile:
-    """A file on a disk with `room` bytes left: a write past them fails with ENOSPC, as write() would."""
-
-    def __init__(self, path, room=1000):
-        self.f, self.room = open(path, "wb"), room
-
-    def write(self, data):
-        import errno
-
-        self.room -= len(data)
-        if self.room < 0:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return self.f.write(data)
-
-    def __getattr__(self, name):
-        return getattr(self.f, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
-
-
 def test_a_full_disk_is_a_write_error_naming_the_file_and_leaves_nothing(tmp_path, monkeypatch):
     """torch.save given a path fails with a RuntimeError ("unexpected pos") that names no file nor the cause."""
     from deca.errors import WriteError
 
-    monkeypatch.setattr("mqan.checkpoint.open", lambda path, mode: FillingFile(path), raising=False)
+    monkeypatch.setattr("mqan.checkpoint.open", lambda path, mode: FillingFile(path, mode, room=1000), raising=False)
     target = tmp_path / "run" / "best" / "model.pt"
     with pytest.raises(WriteError, match=f"^{target}: No space left on device\n  fix: free space"):
         save_checkpoint(target, tiny_model())
