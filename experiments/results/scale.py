@@ -12,7 +12,9 @@ TEMPLATE = "scale.md"
 FOLDER = "scale"
 RAY_TARGET = 0.95  # issue 27: Ray with 2 bf16 workers against the best plain loop
 WHAT = {"prepare": "`bench.prepare`", "metrics": "`bench.metrics`", "ray_scaling": "`bench.ray_scaling` (fp32)",
-        "ray_scaling_bf16": "`bench.ray_scaling --precision bf16`", "serve-1": "`bench.serve`"}
+        "ray_scaling_bf16": "`bench.ray_scaling --precision bf16`", "serve-1": "`bench.serve`",
+        "repro_jobs": "`bench.repro_jobs`"}
+REPRO_TARGET = 1.5  # issue 46: `make run` after the install at least 1.5x faster than serial
 
 
 def optional(name: str) -> dict | None:
@@ -190,6 +192,25 @@ def serve_section(runs: list[dict], model: dict | None) -> str:
     return "\n".join(lines)
 
 
+def repro_section(rec: dict | None) -> str:
+    """`make run`'s pipeline: `dvc repro` against `deca repro --jobs N`, every round, median (min-max) of the ratios."""
+    if rec is None:
+        return not_rerun("repro_jobs")
+    jobs, res = rec["settings"]["jobs"], rec["summary"]
+    rows = [[str(k + 1), r["first"], num(r["serial"]["seconds"], 0), num(r["parallel"]["seconds"], 0),
+             f"x{num(r['serial']['seconds'] / r['parallel']['seconds'], 2)}",
+             f"{num(r['serial']['load_before'][0], 2)} / {num(r['parallel']['load_before'][0], 2)}"]
+            for k, r in enumerate(rec["runs"])]
+    met = all(x >= REPRO_TARGET for x in res["ratios"])
+    return (f"{header(rec)}\n\nThe whole pipeline on the bundled miniature corpora from nothing (a fresh clone, no "
+            f"DVC cache), serial (`deca repro --jobs 1`, which is `dvc repro`) and with `--jobs {jobs}`, both in every "
+            "round, alternating which runs first.\n\n"
+            + table(["round", "first", "serial s", f"--jobs {jobs} s", "serial / parallel", "load before (serial / parallel)"], rows)
+            + f"\n\nMedian x{num(res['median'], 2)} ({num(res['min'], 2)}-{num(res['max'], 2)}) over "
+            f"{len(res['ratios'])} round{'s' if len(res['ratios']) > 1 else ''}: issue 46's target, at least "
+            f"x{REPRO_TARGET} in every round, is **{'met' if met else 'missed'}**.")
+
+
 def spread(values: list[float]) -> str:
     """'a-bx' over runs ('ax' for one)."""
     return f"{num(min(values), 2)}x" if len(values) == 1 else f"{num(min(values), 2)}-{num(max(values), 2)}x"
@@ -220,11 +241,11 @@ def serve_runs() -> list[dict]:
 
 def values() -> dict[str, str]:
     """The placeholders of templates/scale.md."""
-    recs = {name: optional(name) for name in ("prepare", "metrics", "ray_scaling", "ray_scaling_bf16")}
+    recs = {name: optional(name) for name in ("prepare", "metrics", "ray_scaling", "ray_scaling_bf16", "repro_jobs")}
     serve = serve_runs()
     missing = [WHAT[name] for name, rec in recs.items() if rec is None] + ([WHAT["serve-1"]] if not serve else [])
     return {"prepare": prepare_section(recs["prepare"]), "metrics": metrics_section(recs["metrics"]),
             "ray": ray_section(recs["ray_scaling"], recs["ray_scaling_bf16"]),
-            "serve": serve_section(serve, optional("serve_model")),
+            "serve": serve_section(serve, optional("serve_model")), "repro": repro_section(recs["repro_jobs"]),
             "not_rerun": (f"- **Not rerun:** {', '.join(missing)} (see {'their sections' if len(missing) > 1 else 'its section'}).\n"
                           if missing else "")}

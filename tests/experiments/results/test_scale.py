@@ -96,3 +96,22 @@ def test_a_run_that_began_with_more_load_than_cores_says_so():
     busy_after["load_after"] = [4.2, 2.0, 1.0]
     assert "More runnable work than cores" not in scale.header(quiet)
     assert all("More runnable work than cores" in scale.header(r) for r in (busy_before, busy_after))
+
+
+def repro_record(serial: list[float], parallel: list[float]) -> dict:
+    def run(jobs, s):
+        return {"jobs": jobs, "seconds": s, "stages_run": 64, "load_before": [0.5, 0.4, 0.3], "load_after": [1.9, 1.0, 0.5]}
+    runs = [{"first": "serial" if k % 2 == 0 else "parallel", "serial": run(1, s), "parallel": run(2, p)}
+            for k, (s, p) in enumerate(zip(serial, parallel))]
+    ratios = [s / p for s, p in zip(serial, parallel)]
+    return {**base("python -m bench.repro_jobs --rounds 3 --jobs 2"), "settings": {"rounds": 3, "jobs": 2, "cpus": 2},
+            "runs": runs, "summary": {"ratios": ratios, "median": sorted(ratios)[1], "min": min(ratios), "max": max(ratios)}}
+
+
+def test_the_repro_section_gives_every_round_and_meets_the_target_only_when_every_round_does():
+    met = scale.repro_section(repro_record([300, 310, 290], [180, 190, 170]))
+    assert "| 2 | parallel | 310 | 190 | x1.63 |" in met and "Median x1.67 (1.63-1.71) over 3 rounds" in met
+    assert "**met**" in met
+    missed = scale.repro_section(repro_record([300, 310, 290], [180, 250, 170]))
+    assert "Median x1.67 (1.24-1.71)" in missed and "**missed**" in missed
+    assert "Not rerun: `bench.repro_jobs`" in scale.repro_section(None)
