@@ -6,6 +6,7 @@ Examples:
   deca serve --run checkpoints/<run> --ray --replicas 2     # the same app on Ray Serve, two replicas
   deca serve --model models:/decanlp@champion  # a registered model (`deca register`)
   deca serve --model models:/decanlp@champion --follow 10   # and follow the alias (checked every 10 s)
+  DECA_WEBHOOK_SECRET=... deca serve --model models:/decanlp@champion --follow 300 --webhook http://10.0.0.5:8000
   curl -s localhost:8000/predict -d '{"context": "a fine film .", "question": "Is this review negative or positive?"}'
 
 Routes: POST /predict takes one {"context", "question"[, "id"]} or a JSON array of them and answers what
@@ -27,7 +28,10 @@ too). Ctrl-C ends it with status 130 (with --ray at once, without a drain).
 --follow [SECONDS] (with --model models:/NAME@ALIAS, without --ray) re-reads the alias every SECONDS (default
 30): when it moves, the new version is loaded beside the old one and swapped in between calls; a version that
 fails to load leaves the old one serving, with one line on stderr. The X-Model header of each answer names the
-version that gave it (infer/serve/follow.py).
+version that gave it (infer/serve/follow.py). --webhook URL (this server's address as the MLflow server reaches
+it) also has the tracking server push each alias move to URL/hooks/mlflow, signed with $DECA_WEBHOOK_SECRET, so
+the new version is loaded at once; polling stays as the safety net (infer/serve/webhook.py; the server's settings:
+infer/registry_webhook.py).
 """
 from __future__ import annotations
 
@@ -94,6 +98,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--follow", type=float, nargs="?", const=FOLLOW_S, metavar="SECONDS",
                        help=f"with --model models:/NAME@ALIAS: re-read the alias every SECONDS (default "
                             f"{FOLLOW_S:g}) and serve the version it moves to, swapped in between calls")
+    model.add_argument("--webhook", metavar="URL",
+                       help="with --follow: have the MLflow tracking server push alias moves to this server at URL "
+                            "(its address as the MLflow server reaches it, e.g. http://10.0.0.5:8000; the hook is "
+                            "URL/hooks/mlflow), signed with the secret in $DECA_WEBHOOK_SECRET; the alias is still "
+                            "polled every --follow SECONDS")
     ray = parser.add_argument_group("Ray Serve")
     ray.add_argument("--ray", action="store_true", help="deploy on Ray Serve (a local Ray instance, or RAY_ADDRESS)")
     ray.add_argument("--replicas", type=int, metavar="N", help="model replicas with --ray (default 2)")
@@ -127,6 +136,9 @@ def check(args: argparse.Namespace):
         from infer.serve.follow import check_follow
 
         check_follow(args.model, args.follow, args.ray)
+    from infer.serve.webhook import webhook_options
+
+    webhook_options(args.webhook, args.follow)
     from mqan.precision import DECODING, check as check_precision
 
     pick_device(args.device)
@@ -172,9 +184,9 @@ def run_local(args: argparse.Namespace, path: str, vocab: str, limits, registere
     name = MODEL_URI.fullmatch(args.model)["name"] if args.model else None
     backend = LocalBackend(predictor, args.max_batch, args.max_wait_ms, args.batch_tokens, args.slice_ms,
                            version, name)
-    if args.follow is not None:
-        follow(backend, args.model, store, load, args.follow)
     app = create_app(backend, limits)
+    if args.follow is not None:
+        follow(backend, app, args, store, load)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     print(announce(host, port, path, predictor.device), file=sys.stderr, flush=True)
@@ -182,15 +194,23 @@ def run_local(args: argparse.Namespace, path: str, vocab: str, limits, registere
     return 0
 
 
-def follow(backend, model: str, store: str, load, interval_s: float) -> None:
-    """An AliasFollower of `model` swapping new versions into `backend` while the app runs."""
-    from infer.serve.follow import AliasFollower
+def follow(backend, app, args: argparse.Namespace, store: str, load) -> None:
+    """An AliasFollower of --model swapping new versions into `backend` while `app` runs; with --webhook, the
+    route the tracking server pushes alias moves to, and the webhook registered there meanwhile."""
+    from infer.serve.follow import AliasFollower, log
+    from infer.serve.webhook import AliasHook, Registration, add_hook_route, webhook_options
 
-    match = MODEL_URI.fullmatch(model)
+    match = MODEL_URI.fullmatch(args.model)
     follower = AliasFollower(match["name"], match["alias"], store, backend.current.version, load, backend.swap,
-                             interval_s)
+                             args.follow)
     backend.on_open.append(follower.start)
     backend.on_close.append(follower.stop)
+    secret = webhook_options(args.webhook, args.follow)
+    if secret is not None:
+        add_hook_route(app, AliasHook(match["name"], match["alias"], secret, follower.wake, log))
+        registration = Registration(store, args.webhook, secret, args.follow, log)
+        backend.on_open.append(registration.start)
+        backend.on_close.append(registration.stop)
 
 
 def run_ray(args: argparse.Namespace, path: str, vocab: str, limits) -> int:

@@ -9,8 +9,10 @@ the old model keeps serving, one line on stderr names the version and the error,
 tried again until the alias moves elsewhere. A registry that cannot be reached gets one line per streak of
 failures; the model keeps serving.
 
-Polling, not MLflow's webhooks: webhooks need the server to reach this process and a SQL-backed store;
-polling works with every store, a local sqlite file included, at the cost of up to SECONDS of delay.
+Push and poll: with `--webhook URL`, the tracking server also pushes each alias move to this process
+(infer/serve/webhook.py), which `wake`s the thread at once instead of at the next poll; the load and the swap are
+the same. Webhooks need an `mlflow server` with a SQL store that can reach URL; polling works with every store, a
+local sqlite file included, and catches a delivery lost, at the cost of up to SECONDS of delay.
 """
 from __future__ import annotations
 
@@ -56,6 +58,7 @@ class AliasFollower:
         self.failed: str | None = None  # the version that failed to load, not tried again until the alias moves
         self.unreachable: str | None = None  # the last registry error, said once per streak
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set by a webhook delivery (or `stop`): check now, not at the next poll
         self._thread: threading.Thread | None = None
 
     @property
@@ -100,11 +103,20 @@ class AliasFollower:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while True:
+            self._wake.wait(self.interval)
+            if self._stop.is_set():
+                return
+            self._wake.clear()  # a wake during the check below is kept: one more check after it
             self.check()
+
+    def wake(self) -> None:
+        """Check the alias now (a webhook said it moved); thread-safe, and cheap when it did not move."""
+        self._wake.set()
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=5)  # a load under way is abandoned with the daemon thread
 

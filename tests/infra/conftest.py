@@ -59,10 +59,12 @@ class TrackingServer:
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory):
     """`bash infra/mlflow/server.sh STORE PORT 127.0.0.1`, up until the session ends (stopped with its
-    whole process group)."""
+    whole process group); it delivers webhooks to http on loopback (`deca serve --webhook`), and rereads its
+    list of webhooks every second, not every minute."""
     store = tmp_path_factory.mktemp("mlflow-server")
     port = free_port()
-    env = child_env(MLFLOW=str(ROOT / ".venv" / "bin" / "mlflow"))
+    env = child_env(MLFLOW=str(ROOT / ".venv" / "bin" / "mlflow"), MLFLOW_WEBHOOK_ALLOWED_SCHEMES="http,https",
+                    MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS="true", MLFLOW_WEBHOOK_CACHE_TTL="1")
     env.pop("MLFLOW_TRACKING_URI", None)
     daemon = Daemon("mlflow server", ["bash", str(ROOT / "infra" / "mlflow" / "server.sh"), str(store), str(port),
                                       "127.0.0.1"], store / "server.log", env=env)
