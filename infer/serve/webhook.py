@@ -31,6 +31,7 @@ from deca.errors import ConfigError
 HOOK_PATH = "/hooks/mlflow"
 SECRET_ENV = "DECA_WEBHOOK_SECRET"
 MIN_SECRET_CHARS = 16
+MAX_BODY_BYTES = 1 << 16  # an alias event is under 300 bytes
 TOLERANCE_S = 300  # Standard Webhooks' five minutes: clocks apart, retries with back-off
 SIGNATURE, TIMESTAMP, DELIVERY = "x-mlflow-signature", "x-mlflow-timestamp", "x-mlflow-delivery-id"
 
@@ -124,18 +125,18 @@ class AliasHook:
 
 
 def add_hook_route(app, hook: AliasHook) -> None:
-    """`POST /hooks/mlflow` on the FastAPI `app`, answered by `hook`."""
-    from fastapi import Request
+    """`POST /hooks/mlflow` on the FastAPI `app`, answered by `hook` (a plain Starlette route: the body is read
+    raw, as signed, with the app's limit on its size)."""
     from fastapi.responses import JSONResponse
 
     from infer.serve.app import read_body
 
-    @app.post(HOOK_PATH, include_in_schema=False)
-    async def mlflow_hook(request: Request) -> JSONResponse:
-        body = await read_body(request, 1 << 20)
-        sender = request.client.host if request.client else "?"
-        status, answer = hook.receive(request.headers, body, sender)
+    async def mlflow_hook(request) -> JSONResponse:
+        body = await read_body(request, MAX_BODY_BYTES)
+        status, answer = hook.receive(request.headers, body, request.client.host if request.client else "?")
         return JSONResponse(answer, status_code=status)
+
+    app.router.add_route(HOOK_PATH, mlflow_hook, methods=["POST"], include_in_schema=False)
 
 
 class Registration:

@@ -6,11 +6,14 @@ old model's batcher stops once its last call is answered; bad --follow options a
 Slow: a real `deca serve --follow` process on a real MLflow server (infra/mlflow/server.sh), hammered by calls
 while the alias moves: every call gets 200 from one version or the other, named; calls sent after the first
 answer of the new version are all the new version's; an alias moved to a version that cannot load leaves the
-old one serving, with one line on stderr.
+old one serving, with one line on stderr. The same with the alias polled every 300 s and the MLflow server pushing
+the moves (--webhook): each swap comes within seconds, and the webhook is gone after the shutdown. With the
+server's webhook disabled, forged and stale deliveries swap nothing (401, a line each) while a signed one swaps.
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import threading
 import time
@@ -129,22 +132,46 @@ def wait_until(check, timeout: float, what: str, lines: list[str]) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.slow
-def test_a_served_alias_that_moves_is_followed_without_dropping_a_call(registry, tmp_path):
-    from tests.infra.processes import child_env
+SECRET = "the-webhook-secret-of-the-follow-tests"
 
-    from .conftest import http
+
+def serve_following(registry, tmp_path, push: bool, follow_s: float):
+    """A `deca serve` process following models:/NAME@champion (reset to version 1) every `follow_s` seconds, with
+    the MLflow server pushing moves to it when `push`: (proc, base URL, stderr lines, reader), once it answers
+    (and, with `push`, once its webhook is registered and the server's test delivery reached it)."""
+    from tests.infra.processes import child_env, free_port
+
     from .test_serve_cli import start
 
     url, client = registry
-    old, new = f"models:/{NAME}/1", f"models:/{NAME}/2"
-    env = child_env(MLFLOW_TRACKING_URI=url, DECA_MODEL_CACHE=str(tmp_path / "cache"),
+    client.set_registered_model_alias(NAME, "champion", "1")
+    port = free_port()
+    pushed = ["--webhook", f"http://127.0.0.1:{port}"] if push else []
+    env = child_env(MLFLOW_TRACKING_URI=url, DECA_MODEL_CACHE=str(tmp_path / "cache"), DECA_WEBHOOK_SECRET=SECRET,
                     MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR="false")
-    proc, base, lines, reader = start(["--model", f"models:/{NAME}@champion", "--follow", "0.5", "--port", "0",
-                                       "--device", "cpu", "--threads", "1"], env=env)
-    stop, results = threading.Event(), []
+    proc, base, lines, reader = start(["--model", f"models:/{NAME}@champion", "--follow", str(follow_s), *pushed,
+                                       "--port", str(port), "--device", "cpu", "--threads", "1"], env=env)
     try:
         wait_until(lambda: answered(f"{base}/health"), 30, "no /health", lines)
+        if push:
+            wait_until(lambda: any("alias moves are pushed" in line for line in lines), 60, "no webhook", lines)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, base, lines, reader
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("push", [False, True], ids=["poll", "push"])
+def test_a_served_alias_that_moves_is_followed_without_dropping_a_call(registry, tmp_path, push):
+    from .conftest import http
+
+    url, client = registry
+    old, new = f"models:/{NAME}/1", f"models:/{NAME}/2"
+    # pushed, the alias is polled every 5 minutes: a swap within seconds is the webhook's
+    proc, base, lines, reader = serve_following(registry, tmp_path, push, 300 if push else 0.5)
+    stop, results = threading.Event(), []
+    try:
         with ThreadPoolExecutor(4) as pool:
             try:
                 for _ in range(4):
@@ -163,14 +190,79 @@ def test_a_served_alias_that_moves_is_followed_without_dropping_a_call(registry,
     assert {status for _, _, status, _ in results} == {200}, [r for r in results if r[2] != 200][:3]
     assert {label for *_, label in results} == {old, new}  # each named, one version or the other
     assert sum(sent < moved < done for sent, done, *_ in results) >= 2  # calls were in flight as the alias moved
-    print(f"{len(results)} calls, {sum(sent < switched for sent, *_ in results)} before the first answer of version 2, "
-          f"which came {switched - moved:.2f} s after the move")
+    print(f"{'pushed' if push else 'polled'}: {len(results)} calls, {sum(sent < switched for sent, *_ in results)} "
+          f"before the first answer of version 2, which came {switched - moved:.2f} s after the move")
     assert all(label == new for sent, _, _, label in results if sent > switched)  # after the move: the new one
     assert health["model"] == new and f"{NAME}-2-" in health["checkpoint"] and health["swaps"] == 1
     said = "".join(lines)
     assert f"models:/{NAME}@champion moved to version 2: now serving it (was version 1)" in said
     assert said.count("which failed to load") == 1 and "still serving version 2" in said, said
     assert code == 0 and "Traceback" not in said, said
+    if push:
+        assert switched - moved < 15, said  # not the 300 s poll
+        assert hook_of(client, base) is None  # deleted at shutdown
+
+
+def hook_of(client, base: str):
+    """The webhook `deca serve` at `base` registered (named by infer/registry_webhook.webhook_name), or None."""
+    name = f"deca-serve-127.0.0.1-{base.rsplit(':', 1)[1]}"
+    return next((w for w in client.list_webhooks() if w.name == name), None)
+
+
+@pytest.mark.slow
+def test_a_forged_or_stale_push_swaps_nothing_and_mlflows_own_push_swaps_at_once(registry, tmp_path):
+    """The server's webhook disabled, the alias moved: a forged and a stale delivery are refused (401, a line each)
+    and nothing is swapped for seconds; the same delivery signed now swaps; re-enabled, MLflow's own push does."""
+    from tests.infer.serve.test_webhook import payload, signed
+
+    from .conftest import http
+
+    url, client = registry
+    proc, base, lines, reader = serve_following(registry, tmp_path, True, 300)
+    try:
+        hook = hook_of(client, base)
+        client.update_webhook(hook.webhook_id, status="DISABLED")
+        time.sleep(1.5)  # the MLflow server rereads its webhooks every second (tests/infra/conftest.py)
+        client.set_registered_model_alias(NAME, "champion", "2")
+        body = payload(NAME, "champion", "2")
+        forged = deliver(f"{base}/hooks/mlflow", body, signed(body, "not-the-secret-0123456789"))
+        stale = deliver(f"{base}/hooks/mlflow", body, signed(body, SECRET, at=time.time() - 600))
+        time.sleep(2)
+        unmoved = http(f"{base}/health")[1]
+        assert deliver(f"{base}/hooks/mlflow", body, signed(body, SECRET))[0] == 200
+        wait_until(lambda: http(f"{base}/health")[1]["swaps"] == 1, 15, "no swap after a signed delivery", lines)
+        client.update_webhook(hook.webhook_id, status="ACTIVE")
+        time.sleep(1.5)
+        moved = time.monotonic()
+        client.set_registered_model_alias(NAME, "champion", "1")
+        wait_until(lambda: http(f"{base}/health")[1]["swaps"] == 2, 15, "MLflow's push did not swap", lines)
+        pushed_in = time.monotonic() - moved
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reader.join(timeout=10)
+    said = "".join(lines)
+    assert forged[0] == stale[0] == 401 and "bad signature" in forged[1]["error"] and "s old" in stale[1]["error"]
+    assert unmoved["swaps"] == 0 and unmoved["model"] == f"models:/{NAME}/1"
+    assert said.count("refused a webhook call from 127.0.0.1") == 2, said
+    print(f"MLflow's push swapped version 1 back in {pushed_in:.2f} s after the move (polling: every 300 s)")
+    assert pushed_in < 15 and code == 0 and "Traceback" not in said, said
+    assert hook_of(client, base) is None
+
+
+def deliver(url: str, body: bytes, headers: dict) -> tuple[int, dict]:
+    """POST a webhook delivery as MLflow sends it: (status, JSON answer)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
 
 
 def move_the_alias(client, lines: list[str], results: list, new: str) -> tuple[float, float]:

@@ -2,7 +2,7 @@
 
 Fast: the signature is MLflow's own (mlflow.webhooks.delivery._generate_hmac_signature); deliveries unsigned,
 badly signed, stale or from the future are refused (401) with one line, malformed bodies get 400, a signed move of
-the served alias wakes the follower and nothing else does; bad --webhook options are refused in one line; a store
+the served alias wakes the follower and nothing else does, also over HTTP on the real app; bad --webhook options are refused in one line; a store
 that cannot push is said to be polled only. Slow (the shared real MLflow server): the webhook is registered once
 per public URL (a restart updates it), a test delivery that fails is said, and it is deleted at the end. The real
 `deca serve --webhook` process against that server: tests/infer/serve/test_follow.py.
@@ -103,6 +103,42 @@ def test_only_a_signed_move_of_the_served_alias_wakes_the_follower():
                                     "not $DECA_WEBHOOK_SECRET)"]
     status, answer = hook.receive(signed(forged), forged)
     assert status == 200 and answer == {"following": "models:/decanlp@champion", "version": "5"} and woken == [1]
+
+
+def test_the_route_on_the_real_app_over_http(predictor):
+    import urllib.error
+    import urllib.request
+
+    from infer.serve.app import LocalBackend, create_app
+    from infer.serve.webhook import MAX_BODY_BYTES, add_hook_route
+
+    from .conftest import ThreadServer
+
+    woken, said = [], []
+    app = create_app(LocalBackend(predictor))
+    add_hook_route(app, AliasHook("decanlp", "champion", SECRET, lambda: woken.append(1), said.append))
+    server = ThreadServer(app)
+
+    def post(body: bytes, headers: dict) -> tuple[int, dict]:
+        request = urllib.request.Request(f"{server.url}/hooks/mlflow", data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    try:
+        body = payload(version="4")
+        forged = post(body, signed(body, "not-the-secret-0123456789"))
+        huge = post(b" " * (MAX_BODY_BYTES + 1), signed(body))
+        accepted = post(body, signed(body))
+    finally:
+        server.stop()
+    assert forged[0] == 401 and "bad signature" in forged[1]["error"]
+    assert huge[0] == 413
+    assert accepted == (200, {"following": "models:/decanlp@champion", "version": "4"}) and woken == [1]
+    assert said == ["refused a webhook call from 127.0.0.1: bad signature (the webhook's secret is not "
+                    "$DECA_WEBHOOK_SECRET)"]
 
 
 @pytest.mark.parametrize("argv,env,message", [
