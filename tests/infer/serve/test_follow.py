@@ -9,6 +9,7 @@ answer of the new version are all the new version's; an alias moved to a version
 old one serving, with one line on stderr. The same with the alias polled every 300 s and the MLflow server pushing
 the moves (--webhook): each swap comes within seconds, and the webhook is gone after the shutdown. With the
 server's webhook disabled, forged and stale deliveries swap nothing (401, a line each) while a signed one swaps.
+The webhook is registered once per public URL (a restart updates it), a failed test delivery is said in one line.
 """
 from __future__ import annotations
 
@@ -250,6 +251,31 @@ def test_a_forged_or_stale_push_swaps_nothing_and_mlflows_own_push_swaps_at_once
     print(f"MLflow's push swapped version 1 back in {pushed_in:.2f} s after the move (polling: every 300 s)")
     assert pushed_in < 15 and code == 0 and "Traceback" not in said, said
     assert hook_of(client, base) is None
+
+
+@pytest.mark.slow
+def test_one_webhook_per_public_url_a_failed_test_delivery_is_said_and_it_is_deleted(mlflow_server):  # noqa: F811
+    from mlflow import MlflowClient
+
+    from infer.serve.webhook import Registration
+
+    client = MlflowClient(tracking_uri=mlflow_server.url)
+    public = mlflow_server.url  # the MLflow server itself answers its test delivery with 404: not this hook
+    said = []
+    first = Registration(mlflow_server.url, public, SECRET, 300.0, said.append)
+    first.register()
+    again = Registration(mlflow_server.url, public + "/", SECRET, 300.0, said.append)
+    again.register()
+    name = f"deca-serve-127.0.0.1-{public.rsplit(':', 1)[1]}"
+    hooks = [w for w in client.list_webhooks() if w.name == name]
+    assert len(hooks) == 1 and first.webhook_id == again.webhook_id == hooks[0].webhook_id
+    assert hooks[0].url == public + "/hooks/mlflow" and str(hooks[0].status) == "ACTIVE"
+    assert len(said) == 2 and all(f"webhook {name} registered, but the tracking server's test delivery to "
+                                  f"{public}/hooks/mlflow failed (HTTP 404" in line for line in said), said
+    again.stop()
+    assert [w for w in client.list_webhooks() if w.name == name] == []
+    first.stop()  # already gone: said, not raised
+    assert len(said) == 3 and "could not delete the webhook" in said[-1]
 
 
 def deliver(url: str, body: bytes, headers: dict) -> tuple[int, dict]:

@@ -3,9 +3,8 @@
 Fast: the signature is MLflow's own (mlflow.webhooks.delivery._generate_hmac_signature); deliveries unsigned,
 badly signed, stale or from the future are refused (401) with one line, malformed bodies get 400, a signed move of
 the served alias wakes the follower and nothing else does, also over HTTP on the real app; bad --webhook options are refused in one line; a store
-that cannot push is said to be polled only. Slow (the shared real MLflow server): the webhook is registered once
-per public URL (a restart updates it), a test delivery that fails is said, and it is deleted at the end. The real
-`deca serve --webhook` process against that server: tests/infer/serve/test_follow.py.
+that cannot push is said to be polled only. Against a real MLflow server (the registration, a real `deca serve
+--webhook` process): the slow tests of tests/infer/serve/test_follow.py, which share its server.
 """
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ import time
 import pytest
 
 from deca.cli import main
-from tests.infra.conftest import mlflow_server  # noqa: F401  (a real MLflow tracking server)
 from infer.serve.webhook import (AliasHook, Refused, Registration, TOLERANCE_S, parse_event, signature, verify,
                                  webhook_options)
 
@@ -181,26 +179,3 @@ def test_webhook_names_tell_servers_apart_within_mlflows_rules():
     assert webhook_name("http://[::1]:8001/") == "deca-serve-1-8001"
     long = webhook_name("http://" + "a" * 80 + ".example.org:9")
     assert len(long) <= 62 and long[-1].isalnum()
-
-
-@pytest.mark.slow
-def test_one_webhook_per_public_url_a_failed_test_delivery_is_said_and_it_is_deleted(mlflow_server):  # noqa: F811
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=mlflow_server.url)
-    public = mlflow_server.url  # the MLflow server itself answers its test delivery with 404: not this hook
-    said = []
-    first = Registration(mlflow_server.url, public, SECRET, 300.0, said.append)
-    first.register()
-    again = Registration(mlflow_server.url, public + "/", SECRET, 300.0, said.append)
-    again.register()
-    name = f"deca-serve-127.0.0.1-{public.rsplit(':', 1)[1]}"
-    hooks = [w for w in client.list_webhooks() if w.name == name]
-    assert len(hooks) == 1 and first.webhook_id == again.webhook_id == hooks[0].webhook_id
-    assert hooks[0].url == public + "/hooks/mlflow" and str(hooks[0].status) == "ACTIVE"
-    assert len(said) == 2 and all(f"webhook {name} registered, but the tracking server's test delivery to "
-                                  f"{public}/hooks/mlflow failed (HTTP 404" in line for line in said), said
-    again.stop()
-    assert [w for w in client.list_webhooks() if w.name == name] == []
-    first.stop()  # already gone: said, not raised
-    assert len(said) == 3 and "could not delete the webhook" in said[-1]
