@@ -30,8 +30,8 @@ too). Ctrl-C ends it with status 130 (with --ray at once, without a drain).
 fails to load leaves the old one serving, with one line on stderr. The X-Model header of each answer names the
 version that gave it (infer/serve/follow.py). --webhook URL (this server's address as the MLflow server reaches
 it) also has the tracking server push each alias move to URL/hooks/mlflow, signed with $DECA_WEBHOOK_SECRET, so
-the new version is loaded at once; polling stays as the safety net (infer/serve/webhook.py; the server's settings:
-infer/registry_webhook.py).
+the new version is loaded at once; polling stays as the safety net (the tracking server's settings: infra/README.md,
+"Serving"; infer/serve/webhook.py).
 """
 from __future__ import annotations
 

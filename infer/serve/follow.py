@@ -47,8 +47,9 @@ def log(line: str) -> None:
 
 
 class AliasFollower:
-    """Polls alias `alias` of registered model `name` in `store` every `interval_s` seconds; a new version is
-    loaded by `load` (checkpoint path -> model) and handed to `swap` (model, version)."""
+    """Polls alias `alias` of registered model `name` in `store` every `interval_s` seconds, and at once when
+    woken (`wake`, a webhook delivery); a new version is loaded by `load` (checkpoint path -> model) and handed to
+    `swap` (model, version)."""
 
     def __init__(self, name: str, alias: str, store: str, version: str, load: Callable[[Path], object],
                  swap: Callable[[object, str], None], interval_s: float = DEFAULT_INTERVAL_S,
