@@ -26,11 +26,12 @@ STOP_GRACE_S = 30.0  # how long a stage has, after Ctrl-C is passed on to it, be
 
 def stage_cores(stage: Any, jobs: int) -> int:
     """The cores `stage` keeps busy, at most `jobs`: its dvc.yaml `meta: {cores: N}`, or a list of numbers whose
-    product it is (`[${train.num_workers}, ${train.cpus_per_worker}]`); 1 when it declares none."""
+    product it is (`[${train.num_workers}, ${train.cpus_per_worker}]`, where a [min, max] pair counts as its max:
+    an elastic training's workers); 1 when it declares none."""
     declared = stage.meta.get("cores", 1) if isinstance(stage.meta, dict) else 1
     numbers = declared if isinstance(declared, list) else [declared]
     try:
-        cores = math.ceil(math.prod(float(n) for n in numbers))
+        cores = math.ceil(math.prod(float(max(n) if isinstance(n, list) and n else n) for n in numbers))
     except (TypeError, ValueError):
         raise ValueError(f"dvc.yaml: stage {stage.addressing}: meta.cores must be a number or a list of numbers, "
                          f"not {declared!r}") from None

@@ -43,6 +43,7 @@ from train.resume import auto_resume, params_for_resume, registered_checkpoints
 from train.schedule import Schedule, from_config
 from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 from train.worker import train_loop_per_worker
+from train.workers import describe, is_elastic, worker_range
 
 log = logging.getLogger(__name__)
 
@@ -167,25 +168,28 @@ def guard_local_processes() -> None:
 
 
 def check_resources(params: Params) -> None:
-    """Asking for more than the cluster has makes Ray Train wait silently: say so instead."""
+    """Asking for more than the cluster has makes Ray Train wait silently: say so instead (an elastic run:
+    when the cluster has no room for its `min` workers)."""
     import ray
 
     tc = params.train
+    low, _ = worker_range(tc.num_workers)
+    what = f"train.num_workers={tc.num_workers}" + (f" needs at least {low} workers: it" if is_elastic(params) else "")
     have = ray.cluster_resources()
-    need = {"CPU": tc.num_workers * tc.cpus_per_worker}
+    need = {"CPU": low * tc.cpus_per_worker}
     if tc.use_gpu:
-        need["GPU"] = tc.num_workers * tc.gpus_per_worker
+        need["GPU"] = low * tc.gpus_per_worker
     for res, amount in need.items():
         if have.get(res, 0) + 1e-9 < amount:
-            raise ConfigError(f"train.num_workers={tc.num_workers} needs {amount:g} {res} but Ray has "
+            raise ConfigError(f"{what} needs {amount:g} {res} but Ray has "
                               f"{have.get(res, 0):g}; lower train.num_workers or train.cpus_per_worker "
                               f"(fractions such as 0.5 are allowed)")
     if tc.placement_strategy == "STRICT_SPREAD":
-        per_worker = {res: amount / tc.num_workers for res, amount in need.items()}
+        per_worker = {res: amount / low for res, amount in need.items()}
         fit = [n for n in ray.nodes()
                if n.get("Alive") and all(n["Resources"].get(r, 0) + 1e-9 >= a for r, a in per_worker.items())]
-        if len(fit) < tc.num_workers:
-            raise ConfigError(f"train.placement_strategy=STRICT_SPREAD puts each of the {tc.num_workers} workers on "
+        if len(fit) < low:
+            raise ConfigError(f"train.placement_strategy=STRICT_SPREAD puts each of the {low} workers on "
                               f"its own node, but only {len(fit)} node(s) have room for one; add nodes, or use "
                               f"SPREAD or PACK")
 
@@ -384,7 +388,7 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     vocab = vocab_fingerprint(params.data.vocab_path)
     run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project, vocab=vocab,
                        tags={"strategy": tc.strategy, "tasks": ",".join(tasks), "schedule": schedule.describe(),
-                             "workers": str(tc.num_workers), **{f"deca.{k}": v for k, v in marks.items()}})
+                             "workers": describe(tc.num_workers), **{f"deca.{k}": v for k, v in marks.items()}})
     try:  # the run folder is made with its record, and only then (a full disk leaves neither)
         record_lineage(uri, run_id, params, tasks, project, vocab)
         write_json(storage / run_name / RUN_FILE,
@@ -426,7 +430,8 @@ def fit_in_thread(trainer, stop: threading.Event | None = None):
 
 
 def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
-    """The TorchTrainer: workers and resources from params.train, DDP over gloo (CPU) or NCCL (GPU); with
+    """The TorchTrainer: workers (a number, or an elastic (min, max)) and resources from params.train, a process
+    group over gloo (CPU) or NCCL (GPU); with
     train.num_workers 0, Ray Train's local mode (no resources, placement or FailureConfig: deca.checks refuses
     those together with it)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
@@ -436,8 +441,11 @@ def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
     resources = {"CPU": tc.cpus_per_worker}
     if tc.use_gpu:
         resources["GPU"] = tc.gpus_per_worker
+    low, high = worker_range(tc.num_workers)
+    elastic = {"num_workers": (low, high), "elastic_resize_monitor_interval_s": tc.resize_every_s} \
+        if is_elastic(params) else {"num_workers": low}
     scaling = ScalingConfig(num_workers=0, use_gpu=tc.use_gpu) if is_local(params) else \
-        ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu, resources_per_worker=resources,
+        ScalingConfig(**elastic, use_gpu=tc.use_gpu, resources_per_worker=resources,
                       placement_strategy=tc.placement_strategy)
     run_config_kwargs: dict[str, Any] = {}
     try:
