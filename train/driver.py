@@ -43,7 +43,7 @@ from train.resume import auto_resume, params_for_resume, registered_checkpoints
 from train.schedule import Schedule, from_config
 from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 from train.worker import train_loop_per_worker
-from train.workers import describe, is_elastic, worker_range
+from train.workers import PATIENCE_MONITOR_INTERVALS, MinWorkersWatch, describe, is_elastic, worker_range
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ def run_trainer(params: Params, run_name: str, run_dir: Path, uri: str, run_id: 
         trainer = build_trainer(params, run_name, config)
         with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes,
                          start=resumed_iteration(run_dir) if resume else 0):
-            return fit_in_thread(trainer, stop)
+            return fit_in_thread(trainer, stop, min_workers_watch(params) if is_elastic(params) else None)
     finally:
         if started:
             import ray
@@ -400,12 +400,23 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     return params, run_name, uri, run_id
 
 
-def fit_in_thread(trainer, stop: threading.Event | None = None):
+def min_workers_watch(params: Params) -> MinWorkersWatch:
+    """The bound on an elastic run's wait for its `min` workers: PATIENCE_MONITOR_INTERVALS resize intervals."""
+    import ray
+
+    tc = params.train
+    per_worker = {"CPU": tc.cpus_per_worker, **({"GPU": tc.gpus_per_worker} if tc.use_gpu else {})}
+    return MinWorkersWatch(worker_range(tc.num_workers)[0], per_worker,
+                           PATIENCE_MONITOR_INTERVALS * tc.resize_every_s, ray.nodes)
+
+
+def fit_in_thread(trainer, stop: threading.Event | None = None, watch: Callable[[], None] | None = None):
     """`trainer.fit()` in a helper thread. In the main thread, Ray Train replaces the SIGINT handler with its
     own, which ends the process with status 0 or 1, no message, and the MLflow run left RUNNING; from a
     thread it does not, and Ctrl-C reaches `fit` as KeyboardInterrupt (the run is marked KILLED, Ray is
     shut down, and the checkpoints written so far are kept for `--resume`). In local mode the training runs
-    in that thread itself: `stop` (see local_mode.StopWhenSet) ends it at its next step, waited for 10 s."""
+    in that thread itself: `stop` (see local_mode.StopWhenSet) ends it at its next step, waited for 10 s.
+    `watch` is called every half second while it runs (an elastic run's MinWorkersWatch: its error ends the run)."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -419,6 +430,8 @@ def fit_in_thread(trainer, stop: threading.Event | None = None):
     try:
         while thread.is_alive():
             thread.join(0.5)
+            if watch is not None:
+                watch()
     except BaseException:
         if stop is not None:
             stop.set()

@@ -14,9 +14,14 @@ order of the float additions.
 """
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+
+from deca.errors import ConfigError
+
+PATIENCE_MONITOR_INTERVALS = 5  # an elastic run below its min for this many resize intervals is ended
 
 
 def worker_range(num_workers: int | list[int] | tuple[int, int]) -> tuple[int, int]:
@@ -55,3 +60,43 @@ def share(batch: np.ndarray, rank: int, world: int) -> np.ndarray:
     """The rows of a global batch (example indices) that worker `rank` of `world` trains: every world-th,
     from its rank (possibly none, when the batch has fewer examples than there are workers)."""
     return batch[rank::world]
+
+
+def room_for(nodes: Sequence[Mapping[str, Any]], per_worker: Mapping[str, float]) -> int:
+    """How many workers, each needing `per_worker` resources on one node, fit on the alive nodes of
+    `ray.nodes()`."""
+    needs = {r: a for r, a in per_worker.items() if a > 0}
+    total = 0
+    for node in nodes:
+        if node.get("Alive") and needs:
+            total += int(min((node["Resources"].get(r, 0.0) + 1e-9) // a for r, a in needs.items()))
+    return total
+
+
+class MinWorkersWatch:
+    """Ray Train waits without end while the cluster has no room for an elastic run's `min` workers (its
+    ElasticScalingPolicy only logs it). Called from the driver's wait loop: once the alive nodes have had room
+    for fewer than `low` workers for `patience_s`, it raises a ConfigError saying so, which ends the run (its
+    checkpoints kept for `--resume`)."""
+
+    def __init__(self, low: int, per_worker: Mapping[str, float], patience_s: float,
+                 nodes: Callable[[], Sequence[Mapping[str, Any]]], every_s: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.low, self.per_worker, self.patience_s = low, dict(per_worker), patience_s
+        self.nodes, self.every_s, self.clock = nodes, every_s, clock
+        self.last, self.short_since = float("-inf"), None
+
+    def __call__(self) -> None:
+        now = self.clock()
+        if now - self.last < self.every_s:
+            return
+        self.last = now
+        room = room_for(self.nodes(), self.per_worker)
+        if room >= self.low:
+            self.short_since = None
+            return
+        self.short_since = now if self.short_since is None else self.short_since
+        if now - self.short_since >= self.patience_s:
+            raise ConfigError(f"train.num_workers: the cluster has had room for {room} worker(s), fewer than the "
+                              f"minimum {self.low}, for {now - self.short_since:.0f} s; add nodes or lower the "
+                              f"minimum, then continue with `deca train --resume`")

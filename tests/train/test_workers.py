@@ -16,7 +16,7 @@ from deca.errors import ConfigError
 from mqan.batch import collate
 from train.data import MultiTaskData
 from train.recipe import TRAIN_COLUMNS, local_recipe
-from train.workers import describe, parse_workers, share, worker_range
+from train.workers import MinWorkersWatch, describe, parse_workers, room_for, share, worker_range
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +102,37 @@ def test_a_bad_worker_range_is_one_line_naming_the_params_line(tmp_path, capsys,
                                        "1 <= min <= max (elastic training), or one number N >= 0\n")
     assert load_params(params, {"train.num_workers": [1, 2]}).train.num_workers == [1, 2]
     assert not (tmp_path / "checkpoints").exists()
+
+
+def node(cpus: float, alive: bool = True) -> dict:
+    return {"Alive": alive, "Resources": {"CPU": cpus}}
+
+
+def test_room_counts_whole_workers_per_alive_node():
+    assert room_for([node(1), node(1), node(4, alive=False)], {"CPU": 1.0}) == 2
+    assert room_for([node(3)], {"CPU": 2.0}) == 1 and room_for([node(1.5)], {"CPU": 0.5}) == 3
+    assert room_for([node(4)], {"CPU": 1.0, "GPU": 1.0}) == 0
+
+
+def test_an_elastic_run_below_its_min_for_the_patience_ends_in_one_line():
+    now, nodes = [0.0], [node(1), node(1)]
+    watch = MinWorkersWatch(2, {"CPU": 1.0}, patience_s=30, nodes=lambda: nodes, every_s=2, clock=lambda: now[0])
+    watch()
+    nodes[1] = node(1, alive=False)  # a node is lost: room for 1 of the 2
+    for now[0] in (10.0, 25.0):
+        watch()
+    nodes[1] = node(1)  # it came back in time: the count starts over
+    now[0] = 30.0
+    watch()
+    nodes[1] = node(1, alive=False)
+    now[0] = 40.0
+    watch()
+    now[0] = 69.0
+    watch()
+    now[0] = 70.0
+    watch()  # asked again within every_s: not looked at
+    now[0] = 71.0
+    with pytest.raises(ConfigError) as err:
+        watch()
+    assert str(err.value) == ("train.num_workers: the cluster has had room for 1 worker(s), fewer than the minimum 2, "
+                              "for 31 s; add nodes or lower the minimum, then continue with `deca train --resume`")
