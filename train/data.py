@@ -1,8 +1,9 @@
-"""Training data: each worker's share of the processed Parquet splits, cut into token-budget batches.
+"""Training data: the processed Parquet splits, cut into global token-budget batches.
 
 Nothing is re-tokenized: the revtok token lists written by `deca prepare` are kept and handed to
-`mqan.batch.collate` as rows. A worker's share of a split is a memory-mapped Arrow table (`read_share`):
-its own memory holds only a few numbers per example (lengths, costs), whatever the corpus size.
+`mqan.batch.collate` as rows. A split (or a share of it, `read_share`, as validation reads) is a memory-mapped
+Arrow table: a worker's own memory holds only a few numbers per example (lengths, costs), whatever the corpus
+size (every training worker maps the whole split, so its temporary disk needs the split's uncompressed size).
 
 Batches follow the paper's rule (Appendix D): every batch holds examples of one task only and
 ``sum over the batch of len(context) + len(question) + 5 * len(answer) <= budget``. (The original code

@@ -130,7 +130,7 @@ class TrainingRecipe:
 
     def setup(self, checkpoint_dir: str | Path | None = None,
               wrap: Callable[[torch.nn.Module], torch.nn.Module] = lambda m: m) -> "TrainingRecipe":
-        """Build vocabulary, model (`wrap` adds DDP), optimizer, schedule, data; resume from `checkpoint_dir`."""
+        """Build vocabulary, model (`wrap` puts it on the device), optimizer, schedule, data; resume from `checkpoint_dir`."""
         p, tc, rank = self.params, self.params.train, self.dist.rank
         self.vocab = Vocab.load(p.data.vocab_path, p.model.max_generative_vocab)
         torch.manual_seed(tc.seed)  # identical initial weights on every worker and for any worker count
