@@ -10,7 +10,12 @@ from the whole of each task's data (train/data.py), and at each step takes its `
 (rows rank, rank + world, ... of the batch, which is sorted by length, so the shares are of similar size).
 Each worker's loss is the token-weighted sum over its share divided by the global answer-token count, and the
 gradients are summed over the workers (train/distributed.py): the update is the one-worker update up to the
-order of the float additions.
+order of the float additions. That is exact with model.dropout and model.word_dropout 0. With dropout, each
+worker draws its masks from its own generator (seeded with the seed and its rank, and the iteration when it
+joins a group from a checkpoint), so runs on different numbers of workers are equal in distribution only.
+
+What only places the work (these train.* keys) does not change the model: a run interrupted under one value
+continues under another (train/resume.py).
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import numpy as np
 
 from deca.errors import ConfigError
 
+PLACEMENT_KEYS = ("num_workers", "resize_every_s", "cpus_per_worker", "placement_strategy", "max_failures")
 PATIENCE_MONITOR_INTERVALS = 5  # an elastic run below its min for this many resize intervals is ended
 
 
