@@ -43,7 +43,7 @@ from train.resume import auto_resume, params_for_resume, registered_checkpoints
 from train.schedule import Schedule, from_config
 from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 from train.worker import train_loop_per_worker
-from train.workers import PATIENCE_MONITOR_INTERVALS, MinWorkersWatch, describe, is_elastic, worker_range
+from train.workers import check_room, describe, is_elastic, min_workers_watch, worker_range
 
 log = logging.getLogger(__name__)
 
@@ -168,30 +168,10 @@ def guard_local_processes() -> None:
 
 
 def check_resources(params: Params) -> None:
-    """Asking for more than the cluster has makes Ray Train wait silently: say so instead (an elastic run:
-    when the cluster has no room for its `min` workers)."""
+    """Refuse a run the Ray cluster has no room for (train/workers.py's check_room), instead of waiting."""
     import ray
 
-    tc = params.train
-    low, _ = worker_range(tc.num_workers)
-    what = f"train.num_workers={tc.num_workers}" + (f" needs at least {low} workers: it" if is_elastic(params) else "")
-    have = ray.cluster_resources()
-    need = {"CPU": low * tc.cpus_per_worker}
-    if tc.use_gpu:
-        need["GPU"] = low * tc.gpus_per_worker
-    for res, amount in need.items():
-        if have.get(res, 0) + 1e-9 < amount:
-            raise ConfigError(f"{what} needs {amount:g} {res} but Ray has "
-                              f"{have.get(res, 0):g}; lower train.num_workers or train.cpus_per_worker "
-                              f"(fractions such as 0.5 are allowed)")
-    if tc.placement_strategy == "STRICT_SPREAD":
-        per_worker = {res: amount / low for res, amount in need.items()}
-        fit = [n for n in ray.nodes()
-               if n.get("Alive") and all(n["Resources"].get(r, 0) + 1e-9 >= a for r, a in per_worker.items())]
-        if len(fit) < low:
-            raise ConfigError(f"train.placement_strategy=STRICT_SPREAD puts each of the {low} workers on "
-                              f"its own node, but only {len(fit)} node(s) have room for one; add nodes, or use "
-                              f"SPREAD or PACK")
+    check_room(params, ray.cluster_resources(), ray.nodes())
 
 
 def _progress_sink():
@@ -274,7 +254,12 @@ def run_trainer(params: Params, run_name: str, run_dir: Path, uri: str, run_id: 
         trainer = build_trainer(params, run_name, config)
         with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes,
                          start=resumed_iteration(run_dir) if resume else 0):
-            return fit_in_thread(trainer, stop, min_workers_watch(params) if is_elastic(params) else None)
+            watch = None
+            if is_elastic(params):
+                import ray
+
+                watch = min_workers_watch(params, ray.nodes)
+            return fit_in_thread(trainer, stop, watch)
     finally:
         if started:
             import ray
@@ -398,16 +383,6 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
         end_run(uri, run_id, "FAILED")
         raise
     return params, run_name, uri, run_id
-
-
-def min_workers_watch(params: Params) -> MinWorkersWatch:
-    """The bound on an elastic run's wait for its `min` workers: PATIENCE_MONITOR_INTERVALS resize intervals."""
-    import ray
-
-    tc = params.train
-    per_worker = {"CPU": tc.cpus_per_worker, **({"GPU": tc.gpus_per_worker} if tc.use_gpu else {})}
-    return MinWorkersWatch(worker_range(tc.num_workers)[0], per_worker,
-                           PATIENCE_MONITOR_INTERVALS * tc.resize_every_s, ray.nodes)
 
 
 def fit_in_thread(trainer, stop: threading.Event | None = None, watch: Callable[[], None] | None = None):

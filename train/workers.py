@@ -14,6 +14,9 @@ order of the float additions. That is exact with model.dropout and model.word_dr
 worker draws its masks from its own generator (seeded with the seed and its rank, and the iteration when it
 joins a group from a checkpoint), so runs on different numbers of workers are equal in distribution only.
 
+Before a run starts, `check_room` refuses one the cluster has no room for (an elastic run: for its min);
+while an elastic run waits, `MinWorkersWatch` ends it when the cluster has had no room for its min for too long.
+
 What only places the work (these train.* keys) does not change the model: a run interrupted under one value
 continues under another (train/resume.py).
 """
@@ -106,3 +109,36 @@ class MinWorkersWatch:
             raise ConfigError(f"train.num_workers: the cluster has had room for {room} worker(s), fewer than the "
                               f"minimum {self.low}, for {now - self.short_since:.0f} s; add nodes or lower the "
                               f"minimum, then continue with `deca train --resume`")
+
+
+def check_room(params: Any, have: Mapping[str, float], nodes: Sequence[Mapping[str, Any]]) -> None:
+    """Asking for more than the cluster has makes Ray Train wait silently: say so instead (an elastic run:
+    when the cluster has no room for its `min` workers). `have`: ray.cluster_resources(); `nodes`: ray.nodes()."""
+    tc = params.train
+    low, _ = worker_range(tc.num_workers)
+    what = f"train.num_workers={tc.num_workers}" + (f" needs at least {low} workers: it" if is_elastic(params) else "")
+    need = {"CPU": low * tc.cpus_per_worker}
+    if tc.use_gpu:
+        need["GPU"] = low * tc.gpus_per_worker
+    for res, amount in need.items():
+        if have.get(res, 0) + 1e-9 < amount:
+            raise ConfigError(f"{what} needs {amount:g} {res} but Ray has "
+                              f"{have.get(res, 0):g}; lower train.num_workers or train.cpus_per_worker "
+                              f"(fractions such as 0.5 are allowed)")
+    if tc.placement_strategy == "STRICT_SPREAD":
+        per_worker = {res: amount / low for res, amount in need.items()}
+        fit = [n for n in nodes
+               if n.get("Alive") and all(n["Resources"].get(r, 0) + 1e-9 >= a for r, a in per_worker.items())]
+        if len(fit) < low:
+            raise ConfigError(f"train.placement_strategy=STRICT_SPREAD puts each of the {low} workers on "
+                              f"its own node, but only {len(fit)} node(s) have room for one; add nodes, or use "
+                              f"SPREAD or PACK")
+
+
+def min_workers_watch(params: Any, nodes: Callable[[], Sequence[Mapping[str, Any]]]) -> MinWorkersWatch:
+    """The bound on an elastic run's wait for its `min` workers (PATIENCE_MONITOR_INTERVALS resize intervals);
+    `nodes`: ray.nodes."""
+    tc = params.train
+    per_worker = {"CPU": tc.cpus_per_worker, **({"GPU": tc.gpus_per_worker} if tc.use_gpu else {})}
+    return MinWorkersWatch(worker_range(tc.num_workers)[0], per_worker,
+                           PATIENCE_MONITOR_INTERVALS * tc.resize_every_s, nodes)

@@ -16,7 +16,7 @@ from deca.errors import ConfigError
 from mqan.batch import collate
 from train.data import MultiTaskData
 from train.recipe import TRAIN_COLUMNS, local_recipe
-from train.workers import MinWorkersWatch, describe, parse_workers, room_for, share, worker_range
+from train.workers import MinWorkersWatch, check_room, describe, parse_workers, room_for, share, worker_range
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +136,17 @@ def test_an_elastic_run_below_its_min_for_the_patience_ends_in_one_line():
         watch()
     assert str(err.value) == ("train.num_workers: the cluster has had room for 1 worker(s), fewer than the minimum 2, "
                               "for 31 s; add nodes or lower the minimum, then continue with `deca train --resume`")
+
+
+def test_a_min_the_cluster_cannot_hold_is_refused_before_training(params):
+    def train(**changes):
+        return dataclasses.replace(params, train=dataclasses.replace(params.train, **changes))
+
+    nodes = [node(1), node(1)]
+    check_room(train(num_workers=[2, 4]), {"CPU": 2.0}, nodes)  # room for the min: Ray Train grows it later
+    with pytest.raises(ConfigError) as err:
+        check_room(train(num_workers=[3, 4]), {"CPU": 2.0}, nodes)
+    assert str(err.value) == ("train.num_workers=[3, 4] needs at least 3 workers: it needs 3 CPU but Ray has 2; "
+                              "lower train.num_workers or train.cpus_per_worker (fractions such as 0.5 are allowed)")
+    with pytest.raises(ConfigError, match="STRICT_SPREAD puts each of the 2 workers on its own node, but only 1"):
+        check_room(train(num_workers=[2, 2], placement_strategy="STRICT_SPREAD"), {"CPU": 2.0}, [node(2)])
