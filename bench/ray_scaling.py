@@ -1,8 +1,8 @@
 """Training throughput: a plain single-process loop against Ray Train with 1 and 2 workers, side by side.
 
 All setups train the same model on the same processed data with the same token budget and schedule:
-the plain loop and Ray with 1 worker draw exactly the same batches (same seed, same data code); with
-2 workers each worker batches its half of the data under half the budget (same global batch).
+the plain loop and Ray with 1 or 2 workers draw exactly the same global batches (same seed, same data
+code); 2 workers each train half of every batch (train/workers.py).
 Throughput is measured inside the loop over the second half of the iterations (warm-up excluded):
 context+question+answer tokens per second of training-step time, all workers together. The wall time
 of each Ray fit also includes Ray's fixed cost (cluster start, worker group, teardown), reported apart.

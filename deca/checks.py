@@ -71,6 +71,15 @@ def betas(v) -> str | None:
     return None if len(v) == 2 and all(0 <= b < 1 for b in v) else "must be two numbers in [0, 1)"
 
 
+def workers(v) -> str | None:
+    """train.num_workers: N >= 0 (0: Ray Train's local mode), or [min, max] with 1 <= min <= max (elastic)."""
+    if isinstance(v, list):
+        if len(v) == 2 and all(isinstance(n, int) and not isinstance(n, bool) for n in v) and 1 <= v[0] <= v[1]:
+            return None
+        return "must be [min, max] with 1 <= min <= max (elastic training), or one number N >= 0"
+    return None if v >= 0 else "must be >= 0"
+
+
 def positive_values(v) -> str | None:
     return None if all(n >= 1 for n in v.values()) else "every value must be >= 1"
 
@@ -89,7 +98,8 @@ RULES: dict[str, Rule] = {
     "train.phase_iterations": at_least(0), "train.batches_per_task": positive_values,
     "train.iterations": at_least(1), "train.max_minutes": above(0, optional=True),
     "train.token_budget": at_least(1), "train.pool_batches": at_least(1),
-    "train.num_workers": at_least(0),  # 0: Ray Train's local mode (local_mode_problems)
+    "train.num_workers": workers,  # 0: Ray Train's local mode (local_mode_problems); [min, max]: elastic
+    "train.resize_every_s": above(0),
     "train.cpus_per_worker": above(0), "train.gpus_per_worker": above(0), "train.lr": above(0),
     "train.warmup": at_least(0), "train.betas": betas, "train.eps": above(0), "train.grad_clip": at_least(0),
     "train.weight_decay": at_least(0), "train.ema_decay": fraction, "train.val_every": at_least(0),

@@ -123,14 +123,15 @@ class TrainConfig:
     # budget: cut each sorted pool by the token budget | exact: also wherever the context or question length
     # changes (every row of a batch has the same lengths; smaller batches, unpacked LSTMs; train/data.py BUCKETING)
     bucketing: str = "budget"
-    num_workers: int = 1
+    num_workers: int | list[int] = 1  # N, 0 = Ray Train's local mode, or [min, max]: elastic (train/workers.py)
+    resize_every_s: float = 60.0  # elastic: how often Ray Train looks for room for more workers
     cpus_per_worker: float = 1.0
     # how Ray places the workers (train/choices.py): PACK (fill a node first), SPREAD, STRICT_SPREAD (one per
     # node), STRICT_PACK
     placement_strategy: str = "PACK"
     use_gpu: bool = False
     gpus_per_worker: float = 1.0  # only with use_gpu
-    find_unused_parameters: bool = False  # DDP: every variant uses all its parameters (the first step checks)
+    find_unused_parameters: bool = False  # every variant uses all its parameters (the first step checks)
     # mqan/precision.py's TRAINING: fp32 | bf16 (autocast, fp32 master weights; fp32 on a CPU without bf16 units)
     precision: str = "fp32"
     # on a GPU, validation's greedy decoding with one step captured as a CUDA graph (mqan/static_decode.py)

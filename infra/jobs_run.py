@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import yaml
 from dvc.stage.run import _enforce_cmd_list, _make_cmd, get_executable, prepare_kwargs
 
 from deca.processes import Guarded, spawn
@@ -26,15 +27,29 @@ STOP_GRACE_S = 30.0  # how long a stage has, after Ctrl-C is passed on to it, be
 
 def stage_cores(stage: Any, jobs: int) -> int:
     """The cores `stage` keeps busy, at most `jobs`: its dvc.yaml `meta: {cores: N}`, or a list of numbers whose
-    product it is (`[${train.num_workers}, ${train.cpus_per_worker}]`); 1 when it declares none."""
+    product it is, where a string names a key of the project's params.yaml (`[train.num_workers,
+    train.cpus_per_worker]`: DVC cannot interpolate an elastic `[min, max]`, which counts as its max); 1 when it
+    declares none."""
     declared = stage.meta.get("cores", 1) if isinstance(stage.meta, dict) else 1
     numbers = declared if isinstance(declared, list) else [declared]
     try:
-        cores = math.ceil(math.prod(float(n) for n in numbers))
-    except (TypeError, ValueError):
-        raise ValueError(f"dvc.yaml: stage {stage.addressing}: meta.cores must be a number or a list of numbers, "
-                         f"not {declared!r}") from None
+        values = [param_value(stage, n) if isinstance(n, str) else n for n in numbers]
+        cores = math.ceil(math.prod(float(max(v) if isinstance(v, list) and v else v) for v in values))
+    except (TypeError, ValueError, KeyError):
+        raise ValueError(f"dvc.yaml: stage {stage.addressing}: meta.cores must be a number, a params.yaml key or a "
+                         f"list of those, not {declared!r}") from None
     return min(max(cores, 1), jobs)
+
+
+def param_value(stage: Any, key: str) -> Any:
+    """The value of dotted `key` in the params.yaml of `stage`'s project (KeyError when it has none)."""
+    path = Path(stage.repo.root_dir) / "params.yaml"
+    node = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(key)
+        node = node[part]
+    return node
 
 
 def stage_log(log_dir: Path, name: str) -> Path:

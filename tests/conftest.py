@@ -71,4 +71,5 @@ def shared_file(rel: str) -> Path:
 
 from tests.mini_data import mini_data  # noqa: E402,F401  (the miniature processed data, for every test folder)
 
-pytest_plugins = ["tests.faults.record"]  # the fault bench's record from a run of the tests marked fault
+pytest_plugins = ["tests.faults.record",  # the fault bench's record from a run of the tests marked fault
+                  "tests.train.elastic_record"]  # the elastic section of docs/results/scale.md

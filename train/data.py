@@ -1,8 +1,9 @@
-"""Training data: each worker's share of the processed Parquet splits, cut into token-budget batches.
+"""Training data: the processed Parquet splits, cut into global token-budget batches.
 
 Nothing is re-tokenized: the revtok token lists written by `deca prepare` are kept and handed to
-`mqan.batch.collate` as rows. A worker's share of a split is a memory-mapped Arrow table (`read_share`):
-its own memory holds only a few numbers per example (lengths, costs), whatever the corpus size.
+`mqan.batch.collate` as rows. A split (or a share of it, `read_share`, as validation reads) is a memory-mapped
+Arrow table: a worker's own memory holds only a few numbers per example (lengths, costs), whatever the corpus
+size (every training worker maps the whole split, so its temporary disk needs the split's uncompressed size).
 
 Batches follow the paper's rule (Appendix D): every batch holds examples of one task only and
 ``sum over the batch of len(context) + len(question) + 5 * len(answer) <= budget``. (The original code
@@ -15,8 +16,12 @@ batches and shuffles those batches. With ``train.bucketing: exact`` a batch also
 question length changes in the sorted pool, so every row of a batch has the same context and question
 lengths: the encoder's LSTMs then run unpacked (mqan/packing.py), which on a GPU lets cuDNN use its
 persistent kernels. The budget rule is unchanged (batches are only cut more often, so they are smaller). Every choice comes from a generator seeded with
-(seed, task, rank, epoch), so the batch order of an epoch is a pure function of those, and a stream's
+(seed, task, epoch), so the batch order of an epoch is a pure function of those, and a stream's
 state is just (epoch, index of the next batch): `state_dict` / `load_state_dict` resume exactly.
+
+These are global batches: every training worker reads the whole of each task's split and cuts the same
+batches, whatever the number of workers, and trains its own share of each (train/workers.py). The stream's
+state is therefore the same on every worker, and a checkpoint written by N workers resumes on any number.
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ import pyarrow.parquet as pq
 
 from deca.errors import DataError
 from deca.schema import EXAMPLE_SCHEMA, bad_shard, shards, split_dir
+from train.workers import share
 
 ANSWER_WEIGHT = 5
 BUCKETING = ("budget", "exact")  # train.bucketing: cut sorted pools by the budget only, or also by (len c, len q)
@@ -126,9 +132,10 @@ def cut_batches(order: np.ndarray, costs: np.ndarray, budget: int,
     return batches
 
 
-def task_seed(seed: int, task: str, rank: int) -> list[int]:
-    """Entropy for one task stream of one worker (stable across processes, unlike hash())."""
-    return [seed, zlib.crc32(task.encode("utf-8")), rank]
+def task_seed(seed: int, task: str) -> list[int]:
+    """Entropy for one task's stream (stable across processes, unlike hash()). The trailing 0 is the rank of the
+    one worker whose stream it was when every worker cut its own batches: one-worker checkpoints resume alike."""
+    return [seed, zlib.crc32(task.encode("utf-8")), 0]
 
 
 class TokenBudgetStream:
@@ -207,9 +214,9 @@ def take_rows(batches: Sequence[pa.RecordBatch], starts: np.ndarray, idx: np.nda
 
 
 class TaskData:
-    """One task's training share on one worker: its rows and its endless batch stream."""
+    """One task's training rows and its endless stream of global batches."""
 
-    def __init__(self, task: str, table: pa.Table, budget: int, seed: int, rank: int = 0, pool_batches: int = 100,
+    def __init__(self, task: str, table: pa.Table, budget: int, seed: int, pool_batches: int = 100,
                  bucketing: str = "budget"):
         if bucketing not in BUCKETING:
             raise ValueError(f"train.bucketing: {bucketing!r} unknown; choose one of {', '.join(BUCKETING)}")
@@ -225,43 +232,45 @@ class TaskData:
             keys = groups * answer_span + n["answer"]
         else:  # context+question length, then answer length (as BucketIterator's interleaved keys)
             groups, keys = None, (n["context"] + n["question"]) * answer_span + n["answer"]
-        self.stream = TokenBudgetStream(costs, keys, budget, task_seed(seed, task, rank), pool_batches, groups)
+        self.stream = TokenBudgetStream(costs, keys, budget, task_seed(seed, task), pool_batches, groups)
         self.costs = costs
         self.tokens = n["context"] + n["question"] + n["answer"]
 
-    def next_batch(self) -> tuple[list[dict[str, Any]], int]:
-        """The next batch as processed-schema rows, and its token count (context+question+answer)."""
-        idx = next(self.stream)
+    def next_batch(self, rank: int = 0, world: int = 1) -> tuple[list[dict[str, Any]], int]:
+        """Worker `rank`'s share (of `world`) of the next global batch as processed-schema rows (none when the
+        batch has fewer examples than workers), and their token count (context+question+answer)."""
+        idx = share(next(self.stream), rank, world)
         return take_rows(self._batches, self._starts, idx), int(self.tokens[idx].sum())
 
 
 class MultiTaskData:
-    """The training shares of every task on one worker, with a joint state for checkpoints."""
+    """The training rows of every task, each with its stream of global batches, and a joint state for
+    checkpoints (the same on every worker)."""
 
     def __init__(self, processed_dir: str | Path, tasks: Sequence[str], budget: int, seed: int,
-                 rank: int = 0, world_size: int = 1, pool_batches: int = 100,
-                 columns: Sequence[str] | None = None, split: str = "train", bucketing: str = "budget"):
-        self.rank, self.world_size = rank, world_size
-        self.tasks = {
-            t: TaskData(t, read_share(processed_dir, t, split, rank, world_size, columns), budget, seed, rank,
-                        pool_batches, bucketing)
-            for t in tasks
-        }
+                 pool_batches: int = 100, columns: Sequence[str] | None = None, split: str = "train",
+                 bucketing: str = "budget"):
+        self.tasks = {t: TaskData(t, read_share(processed_dir, t, split, columns=columns), budget, seed,
+                                  pool_batches, bucketing)
+                      for t in tasks}
 
-    def next_batch(self, task: str) -> tuple[list[dict[str, Any]], int]:
-        return self.tasks[task].next_batch()
+    def next_batch(self, task: str, rank: int = 0, world: int = 1) -> tuple[list[dict[str, Any]], int]:
+        """Worker `rank`'s share of the next global batch of `task` (see TaskData.next_batch)."""
+        return self.tasks[task].next_batch(rank, world)
 
     def num_examples(self) -> dict[str, int]:
         return {t: d.table.num_rows for t, d in self.tasks.items()}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rank": self.rank, "world_size": self.world_size,
-                "streams": {t: d.stream.state_dict() for t, d in self.tasks.items()}}
+        return {"layout": "global", "streams": {t: d.stream.state_dict() for t, d in self.tasks.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state["world_size"] != self.world_size or state["rank"] != self.rank:
-            raise ValueError(f"data state of worker {state['rank']} of {state['world_size']} cannot resume "
-                             f"worker {self.rank} of {self.world_size}; resume with the same train.num_workers")
+        """Continue where `state_dict` was taken, on any number of workers. A state written when every worker cut
+        its own batches (no "layout") resumes only if one worker wrote it: its stream is today's global one."""
+        if state.get("layout") != "global" and state.get("world_size", 1) != 1:
+            raise ValueError(f"data state of worker {state['rank']} of {state['world_size']} was written when each "
+                             "worker cut its own batches; it cannot resume with global batches: train this run "
+                             "again from the start")
         for task, s in state["streams"].items():
             if task in self.tasks:
                 self.tasks[task].stream.load_state_dict(s)

@@ -6,7 +6,7 @@ training recipe runs unchanged in a plain process (benchmarks, experiments, test
 from __future__ import annotations
 
 import random
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -58,6 +58,24 @@ class Distributed:
         t = torch.tensor([float(values[k]) for k in names], dtype=torch.float64, device=self.device)
         torch.distributed.all_reduce(t)
         return dict(zip(names, t.tolist()))
+
+    def sum_gradients(self, parameters: Sequence[torch.nn.Parameter]) -> None:
+        """Replace each trained parameter's gradient by its sum over the workers, in one all-reduce of one flat
+        buffer. A gradient a worker did not get (its share of the batch was empty, or the parameter was not
+        used) counts as zeros; a parameter no worker got a gradient for keeps none, as on a single worker
+        (Adam then leaves it alone)."""
+        if not self.active:
+            return
+        trained = [p for p in parameters if p.requires_grad]
+        got = torch.tensor([float(p.grad is not None) for p in trained], dtype=torch.float64, device=self.device)
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in trained])
+        torch.distributed.all_reduce(got)
+        torch.distributed.all_reduce(flat)
+        offset = 0
+        for p, anyone in zip(trained, got.tolist()):
+            n = p.numel()
+            p.grad = flat[offset:offset + n].view_as(p).clone() if anyone else None
+            offset += n
 
     def gather(self, obj: Any) -> list[Any]:
         """`obj` of every worker, in rank order (on every worker)."""

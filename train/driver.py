@@ -43,6 +43,7 @@ from train.resume import auto_resume, params_for_resume, registered_checkpoints
 from train.schedule import Schedule, from_config
 from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 from train.worker import train_loop_per_worker
+from train.workers import check_room, describe, is_elastic, min_workers_watch, worker_range
 
 log = logging.getLogger(__name__)
 
@@ -167,27 +168,10 @@ def guard_local_processes() -> None:
 
 
 def check_resources(params: Params) -> None:
-    """Asking for more than the cluster has makes Ray Train wait silently: say so instead."""
+    """Refuse a run the Ray cluster has no room for (train/workers.py's check_room), instead of waiting."""
     import ray
 
-    tc = params.train
-    have = ray.cluster_resources()
-    need = {"CPU": tc.num_workers * tc.cpus_per_worker}
-    if tc.use_gpu:
-        need["GPU"] = tc.num_workers * tc.gpus_per_worker
-    for res, amount in need.items():
-        if have.get(res, 0) + 1e-9 < amount:
-            raise ConfigError(f"train.num_workers={tc.num_workers} needs {amount:g} {res} but Ray has "
-                              f"{have.get(res, 0):g}; lower train.num_workers or train.cpus_per_worker "
-                              f"(fractions such as 0.5 are allowed)")
-    if tc.placement_strategy == "STRICT_SPREAD":
-        per_worker = {res: amount / tc.num_workers for res, amount in need.items()}
-        fit = [n for n in ray.nodes()
-               if n.get("Alive") and all(n["Resources"].get(r, 0) + 1e-9 >= a for r, a in per_worker.items())]
-        if len(fit) < tc.num_workers:
-            raise ConfigError(f"train.placement_strategy=STRICT_SPREAD puts each of the {tc.num_workers} workers on "
-                              f"its own node, but only {len(fit)} node(s) have room for one; add nodes, or use "
-                              f"SPREAD or PACK")
+    check_room(params, ray.cluster_resources(), ray.nodes())
 
 
 def _progress_sink():
@@ -270,7 +254,12 @@ def run_trainer(params: Params, run_name: str, run_dir: Path, uri: str, run_id: 
         trainer = build_trainer(params, run_name, config)
         with ProgressBar(sink, params.train.iterations, progress, params.train.max_minutes,
                          start=resumed_iteration(run_dir) if resume else 0):
-            return fit_in_thread(trainer, stop)
+            watch = None
+            if is_elastic(params):
+                import ray
+
+                watch = min_workers_watch(params, ray.nodes)
+            return fit_in_thread(trainer, stop, watch)
     finally:
         if started:
             import ray
@@ -384,7 +373,7 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     vocab = vocab_fingerprint(params.data.vocab_path)
     run_id = start_run(uri, tc.experiment, mlflow_name, dataclasses.asdict(params), project=project, vocab=vocab,
                        tags={"strategy": tc.strategy, "tasks": ",".join(tasks), "schedule": schedule.describe(),
-                             "workers": str(tc.num_workers), **{f"deca.{k}": v for k, v in marks.items()}})
+                             "workers": describe(tc.num_workers), **{f"deca.{k}": v for k, v in marks.items()}})
     try:  # the run folder is made with its record, and only then (a full disk leaves neither)
         record_lineage(uri, run_id, params, tasks, project, vocab)
         write_json(storage / run_name / RUN_FILE,
@@ -396,12 +385,13 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
     return params, run_name, uri, run_id
 
 
-def fit_in_thread(trainer, stop: threading.Event | None = None):
+def fit_in_thread(trainer, stop: threading.Event | None = None, watch: Callable[[], None] | None = None):
     """`trainer.fit()` in a helper thread. In the main thread, Ray Train replaces the SIGINT handler with its
     own, which ends the process with status 0 or 1, no message, and the MLflow run left RUNNING; from a
     thread it does not, and Ctrl-C reaches `fit` as KeyboardInterrupt (the run is marked KILLED, Ray is
     shut down, and the checkpoints written so far are kept for `--resume`). In local mode the training runs
-    in that thread itself: `stop` (see local_mode.StopWhenSet) ends it at its next step, waited for 10 s."""
+    in that thread itself: `stop` (see local_mode.StopWhenSet) ends it at its next step, waited for 10 s.
+    `watch` is called every half second while it runs (an elastic run's MinWorkersWatch: its error ends the run)."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -415,6 +405,8 @@ def fit_in_thread(trainer, stop: threading.Event | None = None):
     try:
         while thread.is_alive():
             thread.join(0.5)
+            if watch is not None:
+                watch()
     except BaseException:
         if stop is not None:
             stop.set()
@@ -426,7 +418,8 @@ def fit_in_thread(trainer, stop: threading.Event | None = None):
 
 
 def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
-    """The TorchTrainer: workers and resources from params.train, DDP over gloo (CPU) or NCCL (GPU); with
+    """The TorchTrainer: workers (a number, or an elastic (min, max)) and resources from params.train, a process
+    group over gloo (CPU) or NCCL (GPU); with
     train.num_workers 0, Ray Train's local mode (no resources, placement or FailureConfig: deca.checks refuses
     those together with it)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
@@ -436,8 +429,11 @@ def build_trainer(params: Params, run_name: str, config: dict[str, Any]):
     resources = {"CPU": tc.cpus_per_worker}
     if tc.use_gpu:
         resources["GPU"] = tc.gpus_per_worker
+    low, high = worker_range(tc.num_workers)
+    elastic = {"num_workers": (low, high), "elastic_resize_monitor_interval_s": tc.resize_every_s} \
+        if is_elastic(params) else {"num_workers": low}
     scaling = ScalingConfig(num_workers=0, use_gpu=tc.use_gpu) if is_local(params) else \
-        ScalingConfig(num_workers=tc.num_workers, use_gpu=tc.use_gpu, resources_per_worker=resources,
+        ScalingConfig(**elastic, use_gpu=tc.use_gpu, resources_per_worker=resources,
                       placement_strategy=tc.placement_strategy)
     run_config_kwargs: dict[str, Any] = {}
     try:

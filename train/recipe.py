@@ -3,10 +3,13 @@
 Shaped after torchtune's ``recipes/full_finetune_distributed.py``. Every worker (a Ray Train process, or
 a plain process for benchmarks, experiments and tests) builds one `TrainingRecipe` and calls `train`.
 
-Each iteration trains one token-budget batch of the task the schedule names, on every worker (each on
-its own share of the data, with budget/num_workers, so the global batch matches one worker's). The loss
-of worker i is its mean NLL scaled by n_i * W / N (n_i its answer tokens, N the total over workers), so
-DDP's gradient average equals the gradient of the token mean over the global batch.
+Each iteration trains one global token-budget batch of the task the schedule names: every worker cuts the
+same global batches from the whole data and trains its share of each (train/workers.py). The loss of worker
+i is its mean NLL scaled by n_i / N (n_i its answer tokens, N the total over workers) and the gradients are
+summed over the workers (Distributed.sum_gradients), so the update is the gradient of the token mean over the
+global batch, whatever the number of workers (up to float reduction order). Exact with model.dropout and
+model.word_dropout 0: dropout masks are drawn by each worker from its own generator (seeded with the rank),
+so with dropout the runs on different numbers of workers are equal in distribution only.
 
 Every `val_every` iterations (and at the end) all workers decode their slice of each task's validation
 split (train/validation.py); rank 0 logs the metrics and keeps the best model (by the sum of headline
@@ -127,7 +130,7 @@ class TrainingRecipe:
 
     def setup(self, checkpoint_dir: str | Path | None = None,
               wrap: Callable[[torch.nn.Module], torch.nn.Module] = lambda m: m) -> "TrainingRecipe":
-        """Build vocabulary, model (`wrap` adds DDP), optimizer, schedule, data; resume from `checkpoint_dir`."""
+        """Build vocabulary, model (`wrap` puts it on the device), optimizer, schedule, data; resume from `checkpoint_dir`."""
         p, tc, rank = self.params, self.params.train, self.dist.rank
         self.vocab = Vocab.load(p.data.vocab_path, p.model.max_generative_vocab)
         torch.manual_seed(tc.seed)  # identical initial weights on every worker and for any worker count
@@ -137,13 +140,10 @@ class TrainingRecipe:
         self.scheduler = build_scheduler(self.optimizer, tc)
         self.average = WeightAverage(self.core, tc.ema_decay) if tc.ema_decay else None
         self.schedule = from_config(tc, self.tasks)
-        self.data = MultiTaskData(p.data.processed_dir, self.schedule.tasks, max(1, tc.token_budget // self.dist.world),
-                                  tc.seed, rank, self.dist.world, tc.pool_batches, columns=TRAIN_COLUMNS,
-                                  bucketing=tc.bucketing)
+        self.data = MultiTaskData(p.data.processed_dir, self.schedule.tasks, tc.token_budget, tc.seed,
+                                  tc.pool_batches, columns=TRAIN_COLUMNS, bucketing=tc.bucketing)
         self.validator = Validator(p.data.processed_dir, self.schedule.tasks, self.vocab, p, self.dist, self.precision)
-        torch.manual_seed(tc.seed * 1009 + rank + 1)  # per-worker dropout stream
-        random.seed(tc.seed + rank)
-        np.random.seed(tc.seed + rank)
+        self._seed_rngs()
         self.phases = PhaseLog(self.logger)
         if checkpoint_dir is not None:
             self.load_state(checkpoint_dir)
@@ -156,6 +156,13 @@ class TrainingRecipe:
             self.logger.set_tag("schedule", self.schedule.describe())
             self.logger.set_tag("workers", self.dist.world)
         return self
+
+    def _seed_rngs(self, iteration: int = 0) -> None:
+        """This worker's own dropout stream (and Python's, NumPy's), from the seed, its rank and `iteration`."""
+        seed, rank = self.params.train.seed, self.dist.rank
+        torch.manual_seed(seed * 1009 + rank + 1 + 7919 * iteration)
+        random.seed(seed + rank + 7919 * iteration)
+        np.random.seed((seed + rank + 7919 * iteration) % 2**32)
 
     def _initial_model(self) -> torch.nn.Module:
         """A fresh model, or with `train.init_from` a trained one (transfer; see checkpoint.init_weights)."""
@@ -184,14 +191,17 @@ class TrainingRecipe:
         position = self.schedule.position(self.iteration)
         self.phases.record(position.phase, position.phase_name, self.iteration)
         start = time.perf_counter()
-        rows, tokens = self.data.next_batch(position.task)
-        batch = collate(rows, self.vocab, self.device)
-        n_local = float(batch.answer_tokens)
+        rows, tokens = self.data.next_batch(position.task, self.dist.rank, self.dist.world)
+        batch = collate(rows, self.vocab, self.device) if rows else None  # no rows: a batch smaller than the group
+        n_local = float(batch.answer_tokens) if batch is not None else 0.0
         n_total = self.dist.sum({"n": n_local})["n"]
         self.optimizer.zero_grad(set_to_none=True)
-        with precision.autocast(self.device, self.precision):  # the loss itself is reduced in fp32
-            loss = self.model(batch)
-        (loss * (n_local * self.dist.world / n_total)).backward()
+        loss = torch.zeros((), device=self.device)
+        if batch is not None:
+            with precision.autocast(self.device, self.precision):  # the loss itself is reduced in fp32
+                loss = self.model(batch)
+            (loss * (n_local / max(n_total, 1.0))).backward()  # 1 worker: n_local / n_total is exactly 1
+        self.dist.sum_gradients(list(self.core.parameters()))
         if not self.checked_unused:
             self._check_unused_parameters()
         clip_gradients(self.core.parameters(), self.params.train.grad_clip)
@@ -205,8 +215,8 @@ class TrainingRecipe:
                     time.perf_counter() - start, lr)
 
     def _check_unused_parameters(self) -> None:
-        """After the first backward pass: with train.find_unused_parameters false, DDP needs a gradient for every
-        trained parameter (else its next step fails deep inside the reducer, or waits): name any that got none."""
+        """After the first step's gradients are summed: with train.find_unused_parameters false every trained
+        parameter must have got one (a layer that is never trained is a model bug): name any that got none."""
         self.checked_unused = True
         if self.params.train.find_unused_parameters:
             return
@@ -262,7 +272,7 @@ class TrainingRecipe:
         save_training_state(directory, self.dist.rank, {"data": self.data.state_dict(), "rng": rng_state()}, shared)
 
     def load_state(self, directory: str | Path) -> None:
-        """Continue from a directory written by `save_state` (same vocabulary, vectors and worker count)."""
+        """Continue from a directory written by `save_state` (same vocabulary and vectors; any worker count)."""
         state, mine = load_training_state(directory, self.dist.rank, self.device)
         if state["vocab_fingerprint"] != self.vocab.fingerprint:
             raise RuntimeError("the checkpoint was trained with another vocabulary "
@@ -279,7 +289,10 @@ class TrainingRecipe:
             log.warning("the schedule changed since the checkpoint: continuing at %s",
                         self.schedule.position(self.iteration))
         self.data.load_state_dict(mine["data"])
-        set_rng_state(mine["rng"])
+        if mine["rng"] is not None:
+            set_rng_state(mine["rng"])
+        else:  # a worker the checkpoint's group did not have: its own dropout stream, from this iteration
+            self._seed_rngs(self.iteration)
 
     def checkpoint(self, publish: Publish, metrics: dict[str, Any]) -> None:
         """`save_state` into a temporary directory and hand it to `publish` (which copies it away)."""

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from deca.checks import check_values, leaves
 from deca.config import Params, from_dict, set_dotted
 from deca.runs import RUN_FILE, read_run_file
+from train.workers import PLACEMENT_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,8 @@ def _apply(params: Params, overrides: Mapping[str, Any]) -> Params:
 def auto_resume(run_dir: Path, params: Params) -> bool:
     """For a pipeline stage that reruns one run name (`deca train --auto-resume`, DVC's train stage): True to
     continue the run in `run_dir`, which an interruption left with the same params and a checkpoint; else
-    the folder (another configuration's run, or a finished one being rerun) is removed and False returned."""
+    the folder (another configuration's run, or a finished one being rerun) is removed and False returned. Params
+    that only place the work (the number of workers, ...: result_params) may differ."""
     run_file = run_dir / RUN_FILE
     if not run_dir.exists():
         return False
@@ -72,7 +74,7 @@ def auto_resume(run_dir: Path, params: Params) -> bool:
         info = read_run_file(run_file)
         if info.get("finished"):
             why = "it finished"
-        elif info.get("params") != dataclasses.asdict(params):
+        elif result_params(info.get("params") or {}) != result_params(dataclasses.asdict(params)):
             why = "its params differ from the current ones"
         elif not registered_checkpoints(run_dir):
             why = "it has no checkpoint yet"
@@ -82,6 +84,13 @@ def auto_resume(run_dir: Path, params: Params) -> bool:
     log.info("starting %s over: %s", run_dir, why)
     shutil.rmtree(run_dir)
     return False
+
+
+def result_params(params: dict) -> dict:
+    """`params` (a dict) without the train.* keys that only place the work (train/workers.py's PLACEMENT_KEYS):
+    the number of workers, their resources and restarts do not change the model."""
+    train = {k: v for k, v in (params.get("train") or {}).items() if k not in PLACEMENT_KEYS}
+    return {**params, "train": train}
 
 
 def registered_checkpoints(run_dir: Path) -> list[str]:

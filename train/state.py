@@ -33,14 +33,14 @@ def save_training_state(directory: str | Path, rank: int, worker_state: dict[str
 
 
 def load_training_state(directory: str | Path, rank: int, map_location="cpu") -> tuple[dict, dict]:
-    """(shared state, this worker's state) of a checkpoint directory written by `save_training_state`."""
+    """(shared state, this worker's state) of a checkpoint directory written by `save_training_state`, on any
+    number of workers: a worker the checkpoint has no file for (it was written by fewer) gets rank 0's data
+    state (the data position is the same on every worker) and no RNG state (``"rng": None``)."""
     directory = Path(directory)
     state = _load(directory / STATE_FILE, map_location)
     mine = directory / f"rank{rank}.pt"
     if not mine.exists():
-        n = state["world_size"]
-        raise DataError(directory, f"no state for worker {rank}: the checkpoint was written by {n} workers",
-                        fix=f"resume with train.num_workers={n}")
+        return state, {"data": _load(directory / "rank0.pt", "cpu")["data"], "rng": None}
     return state, _load(mine, "cpu")
 
 

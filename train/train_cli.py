@@ -5,6 +5,7 @@ Examples:
   deca train --set train.strategy=single_task --set train.tasks=[sst] --run-name sst-only
   deca train --set train.num_workers=2 --set train.iterations=5000
   deca train --workers 0                               # Ray Train's local mode: no worker processes
+  deca train --workers 1-2                             # elastic: 1 to 2 workers as nodes come and go
   deca train --resume                                  # continue the latest run where it stopped
   deca train --resume sst-only --set train.iterations=8000   # continue run sst-only, to a new length
   RAY_ADDRESS=ray://head:10001 deca train              # on an existing Ray cluster
@@ -16,6 +17,7 @@ import argparse
 from deca.config import read_params
 from deca.params_args import add_params_arguments, parse_overrides
 from deca.errors import ConfigError
+from train.workers import parse_workers
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,9 +32,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --run-name: continue that run if an interruption left it with the same params "
                              "and a checkpoint, else start it over (the DVC train stage uses this, so that "
                              "`dvc repro` after a kill continues where it stopped)")
-    parser.add_argument("--workers", type=int, metavar="N",
+    parser.add_argument("--workers", metavar="N|MIN-MAX",
                         help="train.num_workers: N Ray Train workers; 0 = Ray Train's local mode, the same "
-                             "training in this process without starting Ray (needs train.max_failures 0)")
+                             "training in this process without starting Ray (needs train.max_failures 0); MIN-MAX: "
+                             "elastic, between MIN and MAX workers as the cluster has room, same result")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -41,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
 
     overrides, named = parse_overrides(args.overrides), {}
     if args.workers is not None:
-        overrides["train.num_workers"] = args.workers
+        try:
+            overrides["train.num_workers"] = parse_workers(args.workers)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         named["train.num_workers"] = f"--workers {args.workers}"
     params, origin = read_params(args.params, overrides, named)  # keys and types; where each value came from
     # Every check `deca validate` runs for training, once, before a run folder is touched (`--auto-resume`

@@ -1,7 +1,8 @@
 """The Ray Train worker function: a `TrainingRecipe` (train/recipe.py) wired to Ray Train and MLflow.
 
 Ray Train's TorchTrainer runs `train_loop_per_worker` in one process per worker. It gives the recipe the
-worker's rank and device, DDP (``prepare_model``), the checkpoint to resume from
+worker's rank and device (``prepare_model`` moves the model there; the recipe sums the gradients itself, see
+train/workers.py), the process group, the checkpoint to resume from
 (``ray.train.get_checkpoint``), and publishes the recipe's checkpoints through ``ray.train.report``.
 Rank 0 logs into the run's MLflow run and, at the end, attaches the best model and the plots.
 In Ray Train's local mode (`train.num_workers: 0`) the same function runs in the driver's process as rank 0
@@ -68,9 +69,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                             progress=Progress(config.get("progress") if rank == 0 else None),
                             hooks=config.get("hooks", ()))
 
-    def wrap(model: torch.nn.Module) -> torch.nn.Module:
-        return ray.train.torch.prepare_model(
-            model, parallel_strategy_kwargs={"find_unused_parameters": params.train.find_unused_parameters})
+    def wrap(model: torch.nn.Module) -> torch.nn.Module:  # on the device; no DDP: the recipe sums the gradients
+        return ray.train.torch.prepare_model(model, parallel_strategy=None)
 
     local = params.train.num_workers == 0
     checkpoint = ray.train.get_checkpoint()

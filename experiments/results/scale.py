@@ -1,7 +1,8 @@
 """docs/results/scale.md: Beam workers, metric processes, Ray Train workers and Ray Serve replicas, side by side,
 from the records the benches write with `--record` (docs/results/records/scale/: prepare.json, metrics.json,
-ray_scaling.json, ray_scaling_bf16.json, serve-N.json and serve_model.json). A bench whose record is missing
-gives its section a line saying that it was not rerun, and no figure."""
+ray_scaling.json, ray_scaling_bf16.json, serve-N.json and serve_model.json; elastic.json, from the elastic
+training test's `--elastic-record`). A record that is missing gives its section a line saying that it was not
+rerun, and no figure."""
 from __future__ import annotations
 
 from experiments.results import records
@@ -13,7 +14,8 @@ FOLDER = "scale"
 RAY_TARGET = 0.95  # issue 27: Ray with 2 bf16 workers against the best plain loop
 WHAT = {"prepare": "`bench.prepare`", "metrics": "`bench.metrics`", "ray_scaling": "`bench.ray_scaling` (fp32)",
         "ray_scaling_bf16": "`bench.ray_scaling --precision bf16`", "serve-1": "`bench.serve`",
-        "repro_jobs": "`bench.repro_jobs`"}
+        "repro_jobs": "`bench.repro_jobs`",
+        "elastic": "the elastic training test (`tests/train/test_elastic_ray.py --elastic-record`)"}
 REPRO_TARGET = 1.5  # issue 46: `make run` after the install at least 1.5x faster than serial
 
 
@@ -154,6 +156,42 @@ def ray_section(fp32: dict | None, bf16: dict | None) -> str:
     return "\n".join(parts)
 
 
+def loss_chart(runs: dict[str, dict]) -> str:
+    """The runs' per-step training losses as one Mermaid line chart (a line per run, in the table's order)."""
+    steps = len(next(iter(runs.values()))["losses"])
+    lines = ["```mermaid", "xychart-beta", '  title "Training loss per iteration"',
+             f'  x-axis "iteration" [{", ".join(str(i) for i in range(1, steps + 1))}]', '  y-axis "train/loss"']
+    lines += [f"  line [{', '.join(f'{v:.5f}' for v in run['losses'])}]" for run in runs.values()]
+    return "\n".join([*lines, "```"])
+
+
+def elastic_section(rec: dict | None) -> str:
+    """Elastic training: the loss curves of 1, 2 and 2 -> 1 -> 2 workers, per step, and how far they differ."""
+    if rec is None:
+        return not_rerun("elastic")
+    s, runs = rec["settings"], rec["runs"]
+    names = list(runs)
+    rows = [[str(i + 1), *[f"{runs[n]['losses'][i]:.6f} ({runs[n]['workers'][i]})" for n in names]]
+            for i in range(len(runs[names[0]]["losses"]))]
+    described = "; ".join(f"{n}: {run['what']}" for n, run in runs.items())
+    walls = ", ".join(f"{n} {num(run['seconds'], 0)} s" for n, run in runs.items())
+    lines = [header(rec),
+             f"- **Setup:** {', '.join(s['tasks'])} (the test fixtures), d = {s['dimension']}, dropout "
+             f"{num(s['dropout'], 1)}, global budget {s['token_budget']:,}, {s['iterations']} iterations, a checkpoint "
+             f"every {s['save_every']}; {s['cluster']}.",
+             f"- **Runs:** {described}.", "",
+             loss_chart(runs), "",
+             f"Lines in the order {', '.join(names)}: they lie on each other. Per iteration, training loss (workers "
+             "that trained the step):", "",
+             table(["iteration", *names], rows, "r" + "r" * len(names)), ""]
+    for name, diff in rec["max_difference"].items():
+        lines.append(f"- {name} against {names[0]}: largest loss difference {diff['loss']:.2g}, largest weight "
+                     f"difference {diff['weight']:.2g} (float reduction order; the test's tolerance is "
+                     f"{s['loss_rtol']:g} relative on each loss).")
+    lines.append(f"- Wall time: {walls} (the elastic run waits for the node kill, the restart on one node, the new node and the resize).")
+    return "\n".join(lines)
+
+
 def serve_cell(res: list[dict], p50: bool) -> str:
     """Questions/s of each run ('a / b'), with the p50 latencies' range where asked."""
     rates = " / ".join(f"{r['questions_per_s']:.1f}" for r in res)
@@ -241,11 +279,12 @@ def serve_runs() -> list[dict]:
 
 def values() -> dict[str, str]:
     """The placeholders of templates/scale.md."""
-    recs = {name: optional(name) for name in ("prepare", "metrics", "ray_scaling", "ray_scaling_bf16", "repro_jobs")}
+    recs = {name: optional(name) for name in ("prepare", "metrics", "ray_scaling", "ray_scaling_bf16", "elastic",
+                                              "repro_jobs")}
     serve = serve_runs()
     missing = [WHAT[name] for name, rec in recs.items() if rec is None] + ([WHAT["serve-1"]] if not serve else [])
     return {"prepare": prepare_section(recs["prepare"]), "metrics": metrics_section(recs["metrics"]),
-            "ray": ray_section(recs["ray_scaling"], recs["ray_scaling_bf16"]),
+            "ray": ray_section(recs["ray_scaling"], recs["ray_scaling_bf16"]), "elastic": elastic_section(recs["elastic"]),
             "serve": serve_section(serve, optional("serve_model")), "repro": repro_section(recs["repro_jobs"]),
             "not_rerun": (f"- **Not rerun:** {', '.join(missing)} (see {'their sections' if len(missing) > 1 else 'its section'}).\n"
                           if missing else "")}

@@ -237,18 +237,23 @@ def test_ctrl_c_stops_the_running_stages_and_records_none_of_them(tmp_path, sig,
 
 
 @pytest.mark.slow
-def test_a_stage_takes_the_cores_its_meta_names():
+def test_a_stage_takes_the_cores_its_meta_names(tmp_path):
     from types import SimpleNamespace
 
     from infra.jobs_run import stage_cores
 
+    (tmp_path / "params.yaml").write_text("train:\n  num_workers: [1, 3]\n  cpus_per_worker: 0.5\n", encoding="utf-8")
+
     def cores(meta, jobs=4):
-        return stage_cores(SimpleNamespace(meta=meta, addressing="train"), jobs)
+        return stage_cores(SimpleNamespace(meta=meta, addressing="train", repo=SimpleNamespace(root_dir=tmp_path)), jobs)
 
     assert cores(None) == cores({}) == 1 and cores({"cores": 3}) == 3 and cores({"cores": [2, 1.5]}) == 3
     assert cores({"cores": [8, 1.0]}) == 4  # at most --jobs: it runs alone
-    with pytest.raises(ValueError, match=r"dvc.yaml: stage train: meta.cores must be a number .* not 'many'"):
-        cores({"cores": "many"})
+    assert cores({"cores": [[1, 3], 1.0]}) == 3  # an elastic train.num_workers [min, max]: its max
+    assert cores({"cores": ["train.num_workers", "train.cpus_per_worker"]}) == 2  # params.yaml keys: 3 x 0.5
+    for bad in ("many", ["train.num_workers", "train.nothing"]):
+        with pytest.raises(ValueError, match=r"dvc.yaml: stage train: meta.cores must be a number, a params.yaml key"):
+            cores({"cores": bad})
 
 
 @pytest.mark.slow

@@ -44,8 +44,8 @@ NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}  # SIGTERM would first
 class LocalCluster:
     """Ray nodes started with `ray start --block`, each in its own session and temp dir under `root`."""
 
-    def __init__(self, root: Path, logs: Path):
-        self.root, self.logs = root, logs
+    def __init__(self, root: Path, logs: Path, env: dict[str, str] | None = None):
+        self.root, self.logs, self.env = root, logs, dict(env or {})  # `env`: more variables for every node
         self.gcs_port, self.dashboard_port = free_port(), free_port()
         self.dashboard = f"http://127.0.0.1:{self.dashboard_port}"
         self.daemons: dict[str, Daemon] = {}
@@ -57,7 +57,7 @@ class LocalCluster:
         argv = [str(VENV_BIN / "ray"), "start", *head_args, f"--node-ip-address={ip}", "--num-cpus=1",
                 f"--temp-dir={self.root / ip}", *ports, "--disable-usage-stats", "--block"]
         # every process of the node, workers included, inherits DECA_TEST_RAY_NODE: `leftovers` finds them by it
-        env = child_env(**FAST_FAILURE_DETECTION, **NO_DRAIN, DECA_TEST_RAY_NODE=str(self.root / ip))
+        env = child_env(**FAST_FAILURE_DETECTION, **NO_DRAIN, **self.env, DECA_TEST_RAY_NODE=str(self.root / ip))
         daemon = Daemon(f"ray node {ip}", argv, self.logs / f"ray-{ip}.log", env=env)
         self.daemons[ip] = daemon
         return daemon

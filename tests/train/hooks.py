@@ -27,6 +27,34 @@ class KillOnce:
         os._exit(1)
 
 
+class PauseOnce:
+    """The last worker of a group of `world` writes `marker` right after `iteration` and waits there (at most
+    `seconds`) while the test changes the cluster under it: kills a node, or adds one. Once per run."""
+
+    def __init__(self, iteration: int, world: int, marker: str | Path, seconds: float = 60.0):
+        self.iteration, self.world, self.marker, self.seconds = iteration, world, str(marker), seconds
+
+    def __call__(self, recipe) -> None:
+        dist = recipe.dist
+        if recipe.iteration != self.iteration or dist.world != self.world or dist.rank != dist.world - 1 \
+                or os.path.exists(self.marker):
+            return
+        Path(self.marker).write_text(f"worker {dist.rank} of {dist.world} paused at iteration {recipe.iteration}\n")
+        time.sleep(self.seconds)
+
+
+class LogWorld:
+    """Rank 0 appends "<iteration> <workers>" to `path` after every step (a replayed step appends again)."""
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+
+    def __call__(self, recipe) -> None:
+        if recipe.dist.rank == 0:
+            with open(self.path, "a", encoding="utf-8") as out:
+                out.write(f"{recipe.iteration} {recipe.dist.world}\n")
+
+
 def by_value() -> None:
     """Make Ray's pickler send this module's classes by value."""
     import sys

@@ -156,23 +156,24 @@ def test_take_rows_reads_each_chunk_for_its_own_rows():
 def test_multitask_data_rows_tokens_and_state(tmp_path):
     write_rows(tmp_path, "sst", "train", synthetic_rows(40, task="sst"))
     write_rows(tmp_path, "schema", "train", synthetic_rows(30, seed=5, task="schema"))
-    data = MultiTaskData(tmp_path, ["sst", "schema"], budget=150, seed=1, rank=1, world_size=2)
-    assert data.num_examples() == {"sst": 20, "schema": 15}
-    rows, tokens = data.next_batch("schema")
+    data = MultiTaskData(tmp_path, ["sst", "schema"], budget=400, seed=1)
+    assert data.num_examples() == {"sst": 40, "schema": 30}  # every worker reads the whole split
+    rows, tokens = data.next_batch("schema", rank=1, world=2)
     assert rows and all(r["task"] == "schema" for r in rows)
-    assert sum(cost(r) for r in rows) <= 150 or len(rows) == 1
+    assert sum(cost(r) for r in rows) <= 400 or len(rows) == 1
     assert tokens == sum(len(r["context_tokens"]) + len(r["question_tokens"]) + len(r["answer_tokens"])
                          for r in rows)
     assert isinstance(rows[0]["context_tokens"], list)  # token lists kept, nothing re-tokenized
-    data.next_batch("sst")
+    data.next_batch("sst", rank=1, world=2)
     state = data.state_dict()
     ahead = [[r["id"] for r in data.next_batch(t)[0]] for t in ("sst", "schema", "sst")]
-    fresh = MultiTaskData(tmp_path, ["sst", "schema"], budget=150, seed=1, rank=1, world_size=2)
+    fresh = MultiTaskData(tmp_path, ["sst", "schema"], budget=400, seed=1)  # any worker of any group resumes it
     fresh.load_state_dict(state)
     assert [[r["id"] for r in fresh.next_batch(t)[0]] for t in ("sst", "schema", "sst")] == ahead
-    other = MultiTaskData(tmp_path, ["sst"], budget=150, seed=1, rank=0, world_size=1)
-    with pytest.raises(ValueError, match="same train.num_workers"):
-        other.load_state_dict(state)
+    per_worker = {"rank": 1, "world_size": 2, "streams": state["streams"]}  # written when each worker cut its own
+    with pytest.raises(ValueError, match="worker 1 of 2 was written when each worker cut its own batches"):
+        fresh.load_state_dict(per_worker)
+    fresh.load_state_dict({"rank": 0, "world_size": 1, "streams": state["streams"]})  # one worker's: the same stream
 
 
 def test_fixture_data(mini_data):

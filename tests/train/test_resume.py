@@ -68,6 +68,8 @@ def test_auto_resume_continues_only_an_interrupted_run_with_the_same_params(tmp_
 
     assert auto_resume(make("interrupted"), params) is True
     assert (tmp_path / "interrupted").exists()
+    # the number of workers (and what else only places the work) does not change the model: it continues
+    assert auto_resume(make("elastic", num_workers=[1, 2], cpus_per_worker=2.0, max_failures=3), params) is True
     for run in (make("finished", finished=True), make("other", lr=1e-4), make("early", checkpoint=False)):
         assert auto_resume(run, params) is False
         assert not run.exists()  # started over

@@ -27,12 +27,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.first]
 
 TASKS = ["sst", "woz.en", "schema"]
 ITERATIONS = 16
-# Tolerance of the 1-vs-2-worker comparison. With the same global batch (the budget split across the
-# workers, each worker's loss rescaled so that DDP averages to the global token mean) the runs still
-# group examples differently (each worker batches its own share) and draw different dropout masks, so
-# the curves match closely but not exactly: every iteration's loss within 25% (relative) and the mean
-# over each quarter of the run within 10%; both runs must also cut the loss by 20% or more.
-# (Measured: quarters within 7%, iterations within 15% at 16 iterations on the miniature data.)
+# Tolerance of the 1-vs-2-worker comparison. Both train the same global batches with the same update
+# (train/workers.py), but these runs have dropout 0.1, whose masks each worker draws from its own generator,
+# so the curves are equal in distribution, not exactly: every iteration's loss within 25% (relative) and the
+# mean over each quarter of the run within 10%; both runs must also cut the loss by 20% or more. (With
+# dropout 0 they agree to float reduction order: tests/train/test_elastic_ray.py.)
 STEP_TOLERANCE = 0.25
 QUARTER_TOLERANCE = 0.10
 

@@ -115,3 +115,21 @@ def test_the_repro_section_gives_every_round_and_meets_the_target_only_when_ever
     missed = scale.repro_section(repro_record([300, 310, 290], [180, 250, 170]))
     assert "Median x1.67 (1.24-1.71)" in missed and "**missed**" in missed
     assert "Not rerun: `bench.repro_jobs`" in scale.repro_section(None)
+
+
+def test_the_elastic_section_plots_every_run_and_gives_their_differences():
+    def run(what, losses, workers):
+        return {"what": what, "losses": losses, "workers": workers, "seconds": 40.0}
+    rec = {**base("python -m pytest tests/train/test_elastic_ray.py --elastic-record e.json"),
+           "settings": {"tasks": ["sst"], "dimension": 16, "dropout": 0.0, "token_budget": 800, "iterations": 2,
+                        "save_every": 1, "loss_rtol": 1e-4, "cluster": "two loopback nodes"},
+           "runs": {"1 worker": run("local mode", [2.0, 1.5], [1, 1]),
+                    "2 → 1 workers": run("a node killed", [2.0000004, 1.5], [2, 1])},
+           "max_difference": {"2 → 1 workers": {"loss": 4e-7, "weight": 6e-6}}}
+    text = scale.elastic_section(rec)
+    assert "  x-axis \"iteration\" [1, 2]" in text and text.count("  line [") == 2
+    assert "  line [2.00000, 1.50000]" in text
+    assert "| 2 | 1.500000 (1) | 1.500000 (1) |" in text and "| 1 | 2.000000 (1) | 2.000000 (2) |" in text
+    assert "- 2 → 1 workers against 1 worker: largest loss difference 4e-07, largest weight difference 6e-06" in text
+    assert "d = 16, dropout 0.0, global budget 800, 2 iterations, a checkpoint every 1; two loopback nodes." in text
+    assert scale.elastic_section(None).startswith("Not rerun: the elastic training test")
