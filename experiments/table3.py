@@ -39,7 +39,7 @@ from experiments.results.table3 import PAPER, TASKS  # the paper's Table 3 on th
 from infra.overlay import load_overlay, merge
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "corpora"
+SHARED = Path(os.environ.get("DECA_SHARED_CORPORA", ROOT.parent / "shared" / "corpora"))  # as bench/workdir.py
 
 OVERLAYS = ("infra/params/glove.yaml", "infra/params/table3.yaml")
 # The miniature's strategies -> train.strategy ("custom" runs infra/params/table3.yaml's train.phases:
@@ -56,7 +56,8 @@ def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Pa
     merged = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for path in (OVERLAYS[0], *overlays, OVERLAYS[1]):  # the grid's tasks and budget stay; --set changes them
         merged = merge(merged, load_overlay(ROOT / path))
-    merged = merge(merged, {"data": {"processed_dir": str(workdir / "processed"),
+    merged = merge(merged, {"custom_tasks": mirrored(merged.get("custom_tasks", {})),
+                            "data": {"processed_dir": str(workdir / "processed"),
                                      "vocab_path": str(workdir / "vocab.txt"), "tasks": list(merged["train"]["tasks"])},
                             "train": {"storage_dir": str(workdir / "checkpoints"), "experiment": "table3"}})
     for key, value in parse_overrides(overrides).items():
@@ -75,6 +76,16 @@ def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Pa
         raise
     tmp.replace(path)
     return path
+
+
+def mirrored(custom: dict) -> dict:
+    """The custom tasks' files under SHARED (DECA_SHARED_CORPORA) where their ../shared/corpora/... path is not
+    there (a worktree or a GPU machine whose mirror lies elsewhere); other paths as given."""
+    prefix = "../shared/corpora/"
+    return {name: {**cfg, "files": {split: str(SHARED / f[len(prefix):])
+                                    if f.startswith(prefix) and not (ROOT / f).is_file() else f
+                                    for split, f in cfg.get("files", {}).items()}}
+            for name, cfg in custom.items()}
 
 
 def deca(*args: str, env: dict | None = None, log: Path | None = None) -> None:
