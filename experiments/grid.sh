@@ -30,8 +30,10 @@ MARGIN_S=${MARGIN_S:-60}    # kept back from a batch: a stopped run saves its st
 MIN_RUN_S=${MIN_RUN_S:-90}  # no batch starts with less than this left
 DEVICE=${DEVICE:-cuda}
 ITERS_SCALE=${ITERS_SCALE:-1}
-TABLES=${TABLES:-"table2 zero_shot"}
-TASKS=${TASKS:-}            # only these tasks (Table 2) or task lists (zero-shot: sst, sst,schema)
+TABLES=${TABLES:-"table2 table3 zero_shot"}
+TASKS=${TASKS:-}            # only these tasks (Table 2: sst srl woz.en schema; Table 3: all) or task lists (zero-shot: sst, sst,schema)
+TABLE3_WORKDIR=${TABLE3_WORKDIR:-checkpoints/table3}  # the five tasks' data and vocabulary (experiments/table3.py prepare)
+DRY_RUN=${DRY_RUN:-}        # 1: print each pending run's folder and command, and run nothing
 LIMIT=${LIMIT:-}            # at most this many planned runs (a rehearsal)
 OVERLAY=${OVERLAY:-infra/params/glove.yaml}
 WORKDIR=${WORKDIR:-checkpoints/readme-experiment}
@@ -39,8 +41,8 @@ SET=${SET:-}
 START=$SECONDS
 left() { echo $((BUDGET_S - (SECONDS - START))); }
 log() { echo "[$(date -u +%T) +$((SECONDS - START))s] $*"; }
-extra=""; for kv in $SET; do extra+=" --set $kv"; done
-mkdir -p "$GRID_OUT"
+declare -A STRATEGY=([fully_joint]=fully_joint [anti_curriculum]=custom [curriculum]=curriculum)  # -> train.strategy
+TABLE3_TASKS=squad_dev,sst,srl,woz.en,schema
 
 # the planned runs not yet finished: "table task variant seed iterations"
 mapfile -t planned < <("$PY" -m experiments.plan runs)
@@ -52,20 +54,56 @@ for line in "${planned[@]}"; do
   todo+=("$line")
 done
 [ -n "$LIMIT" ] && todo=("${todo[@]:0:$LIMIT}")
-name_of() {  # the run's folder name (Table 2's as in docs/results/records/table2.json)
+name_of() {  # the run's folder name (Table 2's and Table 3's as in docs/results/records/table2.json, table3.json)
   local table=$1 task=$2 variant=$3 seed=$4
-  if [ "$table" = table2 ]; then echo "$task-$variant-s$seed"; else echo "zero-shot-${task//,/-}-s$seed"; fi
+  case $table in
+    table2) echo "$task-$variant-s$seed" ;;
+    table3) echo "table3-$variant-s$seed" ;;
+    *) echo "zero-shot-${task//,/-}-s$seed" ;;
+  esac
 }
+command_of() {  # CMD: the experiments/single_task.py command of one planned run, its iterations scaled
+  local table=$1 task=$2 variant=$3 seed=$4 iters=$5 run=$6 n every
+  n=$(awk -v i="$iters" -v s="$ITERS_SCALE" 'BEGIN { v = int(i * s); print (v < 2 ? 2 : v) }')
+  if [ "$table" = table3 ]; then  # infra/params/table3.yaml's recipe: 8 validation rounds, the first phase 2/15
+    every=$(( n / 8 > 0 ? n / 8 : 1 ))
+    CMD=("$PY" -m experiments.single_task run --task "$TABLE3_TASKS" --iterations "$n" --val-every "$every"
+         --overlay "$OVERLAY" --overlay infra/params/table3.yaml --set "train.strategy=${STRATEGY[$variant]}"
+         --set "train.phase_iterations=$(( n * 2 / 15 > 0 ? n * 2 / 15 : 1 ))" --workdir "$TABLE3_WORKDIR")
+  else
+    every=$(( n / 12 > 0 ? n / 12 : 1 ))
+    CMD=("$PY" -m experiments.single_task run --task "$task" --iterations "$n" --val-every "$every"
+         --overlay "$OVERLAY" --workdir "$WORKDIR")
+    [ "$variant" != mqan ] && CMD+=(--set "model.variant=$variant")
+  fi
+  CMD+=(--set "train.seed=$seed")
+  for kv in $SET; do CMD+=(--set "$kv"); done
+  CMD+=(--device "$DEVICE" --out "$run")
+}
+wants() { [[ " $TABLES " == *" $1 "* ]]; }
 pending=()
 for line in "${todo[@]}"; do
   read -r table task variant seed iters <<<"$line"
   [ -f "$GRID_OUT/$(name_of $table $task $variant $seed)/curve.json" ] || pending+=("$line")
 done
 log "${#todo[@]} planned runs here, ${#pending[@]} to do, $PARALLEL at a time, ${BUDGET_S}s budget | $(uptime | sed 's/.*load/load/')"
+if [ -n "$DRY_RUN" ]; then
+  for line in "${pending[@]}"; do
+    read -r table task variant seed iters <<<"$line"
+    run="$GRID_OUT/$(name_of $table $task $variant $seed)"
+    command_of $table $task $variant $seed $iters "$run"
+    echo "${run##*/}: ${CMD[*]}"
+  done
+  exit 0
+fi
+mkdir -p "$GRID_OUT"
 
 "$PY" -c "from pathlib import Path; from bench.workdir import prepare; prepare(Path('$WORKDIR').resolve())" \
   || { log "FAILED to prepare $WORKDIR"; exit 1; }
-if [[ " $TABLES " == *" zero_shot "* ]] && [ ! -d "$WORKDIR/processed/sst.happy_angry/validation" ]; then
+if wants table3 && printf '%s\n' "${pending[@]}" | grep -q '^table3 '; then
+  "$PY" -m experiments.table3 prepare --workdir "$TABLE3_WORKDIR" || { log "FAILED to prepare $TABLE3_WORKDIR"; exit 1; }
+fi
+if { wants zero_shot || wants table3; } && [ ! -d "$WORKDIR/processed/sst.happy_angry/validation" ]; then
   "$PY" -m deca.cli prepare --tasks sst.happy_angry sst.supportive_unsupportive --splits validation \
     --mirror "${DECA_SHARED_CORPORA:-../shared/corpora}" --out "$WORKDIR/processed" >/dev/null || log "renamed SST not prepared: zero-shot skipped"
 fi
@@ -86,16 +124,18 @@ open(sys.argv[1], "w").write(json.dumps(found, indent=1) + "\n")
 EOF
 }
 
-renamed() {  # a finished zero-shot model asked the renamed questions, kept per example
-  local run=$1
-  [ -f "$run/zero_shot.json.gz" ] || [ ! -d "$WORKDIR/processed/sst.happy_angry/validation" ] && return 0
+renamed() {  # a finished model (zero-shot, Table 3) asked the renamed questions: zero_shot.json.gz per example,
+  # zero_shot_figures.json (experiments/results/grid_runs.py); $2: the vocabulary it was trained with
+  local run=$1 vocab=$2
+  [ -f "$run/zero_shot.json.gz" ] && return 0
+  [ -d "$WORKDIR/processed/sst.happy_angry/validation" ] || return 0
   timeout -s TERM 120 "$PY" -m deca.cli evaluate --checkpoint "$run/best/model.pt" --tasks sst sst.happy_angry \
     sst.supportive_unsupportive --split validation --out "$run/renamed" --no-mlflow --no-progress \
     --contamination none --device "$DEVICE" --set data.processed_dir="$WORKDIR/processed" \
-    --set data.vocab_path="$WORKDIR/vocab.txt" >>"$run.log" 2>&1 &&
-  "$PY" -c "import sys; from pathlib import Path; from experiments.results import examples as e; r = Path(sys.argv[1]);
-e.write(r / 'zero_shot.json.gz', e.from_evaluation(r.name, r / 'renamed/metrics.json', r / 'renamed/predictions'))" "$run"
+    --set data.vocab_path="$vocab" >>"$run.log" 2>&1 &&
+  "$PY" -m experiments.results.grid_runs keep-renamed "$run" >>"$run.log" 2>&1 || log "renamed questions FAILED (see $run.log): ${run##*/}"
 }
+vocab_of() { if [ "$1" = table3 ]; then echo "$TABLE3_WORKDIR/vocab.txt"; else echo "$WORKDIR/vocab.txt"; fi; }
 
 export_finished() {
   [ -n "$EXPORT" ] || return 0
@@ -106,10 +146,15 @@ export_finished() {
     [ -f "$run/curve.json" ] || continue
     mkdir -p "$EXPORT/${run##*/}"
     cp "$run/curve.json" "$EXPORT/${run##*/}/"
-    for f in examples.json.gz zero_shot.json.gz; do [ -f "$run/$f" ] && cp "$run/$f" "$EXPORT/${run##*/}/"; done
+    for f in examples.json.gz zero_shot.json.gz zero_shot_figures.json; do [ -f "$run/$f" ] && cp "$run/$f" "$EXPORT/${run##*/}/"; done
   done
 }
 
+for line in "${todo[@]}"; do  # finished earlier, not yet asked the renamed questions (a call cut before)
+  read -r table task variant seed iters <<<"$line"
+  run="$GRID_OUT/$(name_of $table $task $variant $seed)"
+  [ "$table" != table2 ] && [ -f "$run/curve.json" ] && [ ! -f "$run/zero_shot.json.gz" ] && renamed "$run" "$(vocab_of $table)"
+done
 i=0
 while [ $i -lt ${#pending[@]} ]; do
   budget=$(( $(left) - MARGIN_S ))
@@ -120,20 +165,17 @@ while [ $i -lt ${#pending[@]} ]; do
   for line in "${batch[@]}"; do
     read -r table task variant seed iters <<<"$line"
     run="$GRID_OUT/$(name_of $table $task $variant $seed)"
-    n=$(awk -v i="$iters" -v s="$ITERS_SCALE" 'BEGIN { v = int(i * s); print (v < 2 ? 2 : v) }')
-    every=$(( n / 12 > 0 ? n / 12 : 1 ))
-    set_variant=""; [ "$variant" != mqan ] && set_variant="--set model.variant=$variant"
-    timeout -s TERM -k 60 "$budget" "$PY" -m experiments.single_task run --task "$task" --iterations "$n" \
-      --val-every "$every" --overlay "$OVERLAY" $set_variant --set train.seed="$seed" $extra --device "$DEVICE" \
-      --workdir "$WORKDIR" --out "$run" >>"$run.log" 2>&1 &
+    command_of $table $task $variant $seed $iters "$run"
+    timeout -s TERM -k 60 "$budget" "${CMD[@]}" >>"$run.log" 2>&1 &
     pids+=("$!:$run:$table")
   done
   for entry in "${pids[@]}"; do
     IFS=: read -r pid run table <<<"$entry"
     wait "$pid"; rc=$?
     case $rc in
-      0) [ "$table" = zero_shot ] && renamed "$run"; log "done: ${run##*/}" ;;
+      0) log "done: ${run##*/}"; [ "$table" != table2 ] && renamed "$run" "$(vocab_of $table)" ;;
       3|124) log "stopped at the budget (state kept; run again to continue): ${run##*/}" ;;
+      137) log "killed 60s after the budget's SIGTERM (a validation round outlasted it; the state saved last, if any, is kept): ${run##*/}" ;;
       *) log "FAILED (exit $rc, see $run.log): ${run##*/}" ;;
     esac
   done

@@ -6,6 +6,7 @@ table puts the strategies side by side with the paper's Table 3 and says whether
     .venv/bin/python -m experiments.table3 run                  # 3 strategies x seeds 123 and 7, 2 at a time
     .venv/bin/python -m experiments.table3 run --strategies anti_curriculum --seeds 11
     .venv/bin/python -m experiments.table3 report --png docs/results/table3.png   # the table of finished runs
+    .venv/bin/python -m experiments.table3 prepare --workdir W  # only the data (experiments/grid.sh's runs)
     deca compare --mlflow table3 --paper --tracking-uri sqlite:///checkpoints/table3/mlflow.db \\
         --params checkpoints/table3/params.yaml                 # the same runs beside the paper's rows
 
@@ -304,7 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--overlay", action="append", default=[], metavar="FILE", help="after infra/params/table3.yaml")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     r.add_argument("--parallel", type=int, default=2, help="runs at a time (default: %(default)s: one core each)")
-    for p in (r, sub.add_parser("report", help="the table of the finished runs")):
+    sub.add_parser("prepare", help="only the params and the five tasks' data and vocabulary in --workdir "
+                   "(experiments/grid.sh, which trains Table 3's runs with experiments/single_task.py)")
+    for p in (r, sub.choices["prepare"], sub.add_parser("report", help="the table of the finished runs")):
         p.add_argument("--workdir", default=str(ROOT / "checkpoints" / "table3"))
         p.add_argument("--md", help="also write the table to this Markdown file")
         p.add_argument("--png", help="also plot the validation curves to this file")
@@ -312,6 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     from deca.errors import DecaError
 
     try:
+        if args.command == "prepare":
+            workdir = Path(args.workdir).resolve()
+            prepare(workdir, write_params(workdir, [], []))
+            return 0
         return run(args) if args.command == "run" else report(args)
     except DecaError as exc:
         raise SystemExit(f"error: {exc}") from None

@@ -3,6 +3,8 @@ with everything issue 33 asks a record to hold: command, commit, params digest, 
 cores, bf16 units, GPU), load, minutes, curve and final scores.
 
     python -m experiments.results.runs table2 checkpoints/table2/sst-s2s-s11 ... [--machine xeon]
+    python -m experiments.results.runs table3 <export>/table3-* ...       # experiments/results/grid_runs.py
+    python -m experiments.results.runs zero_shot <export>/zero-shot-* <export>/table3-* ...
 
 The runs replace those of the same name in docs/results/records/<record>.json, and each run's per-example
 record (<folder>/examples.json.gz, experiments/results/examples.py) is copied to
@@ -13,46 +15,12 @@ read here), or give --machine and --commit for folders brought back from another
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 
-from bench.record import commit, this_machine
-from experiments.results import examples, records
-
-
-def params_digest(run: dict) -> str:
-    """sha256 (16 hex) of the overlay files' text and the overrides: equal digests, equal params."""
-    h = hashlib.sha256()
-    for path in run.get("overlay", []):
-        h.update((records.ROOT / path).read_bytes())
-    h.update("\n".join(run.get("overrides", [])).encode())
-    return h.hexdigest()[:16]
-
-
-def from_folder(folder: Path, machine: str, made_at: str | None = None) -> dict:
-    """The record run of one single_task.py run folder."""
-    run = json.loads((folder / "curve.json").read_text(encoding="utf-8"))
-    task, curve = run["task"], run["curve"]
-    best = max(curve, key=lambda p: p["headline"])
-    iters = run["iterations"]
-    sets = " ".join(f"--set {o}" for o in run.get("overrides", []))
-    overlay = " ".join(f"--overlay {o}" for o in run.get("overlay", []))
-    return {"name": folder.name, "task": task, "variant": run.get("variant", "mqan"), "seed": run["seed"],
-            "command": f"python -m experiments.single_task run --task {task} --iterations {iters} --val-every "
-                       f"{curve[1]['iteration'] - curve[0]['iteration'] if len(curve) > 1 else iters} {overlay} {sets}",
-            "commit": made_at or commit(), "params_digest": params_digest(run), "machine": machine,
-            "load": run.get("load_end"), "minutes": round(run["minutes"], 2),
-            "curve": [[p["iteration"], round(p["headline"], 2)] for p in curve],
-            "scores": {task: round(best["headline"], 1)}, "best_iteration": best["iteration"],
-            "minutes_to_best": round(best["minutes"], 2), "still_rising": None,
-            "precision": run.get("precision", "fp32"), "iterations": iters, "tokens_per_s": tokens_per_s(curve)}
-
-
-def tokens_per_s(curve: list[dict]) -> int | None:
-    """The median training tokens/s over the curve's points (None when not logged)."""
-    rates = sorted(p["tokens_per_s"] for p in curve if p.get("tokens_per_s"))
-    return round(rates[len(rates) // 2]) if rates else None
+from bench.record import this_machine
+from experiments.results import examples, grid_runs, records
+from experiments.results.run_folder import from_folder, params_digest  # noqa: F401 (params_digest: this API)
 
 
 def add(record_name: str, folders: list[Path], machine: str, made_at: str | None = None,
@@ -93,7 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         if lacking:
             ap.error(f"{args.machine_file}: no {', '.join(lacking)} (experiments/grid.sh writes all of them)")
         described, made_at = {f: found[f] for f in records.MACHINE_FIELDS}, found["commit"]
-    add(args.record, args.folders, args.machine, made_at, described)
+    try:
+        if args.record == "table3":
+            grid_runs.add_table3(args.folders, args.machine, made_at, described)
+        elif args.record == "zero_shot":
+            grid_runs.add_zero_shot(args.folders, args.machine, described)
+        else:
+            add(args.record, args.folders, args.machine, made_at, described)
+    except records.RecordError as exc:
+        raise SystemExit(f"error: {exc}") from None
     print(f"{len(args.folders)} runs in docs/results/records/{args.record}.json")
     return 0
 

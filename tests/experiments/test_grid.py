@@ -9,12 +9,34 @@ import subprocess
 
 import pytest
 
-from experiments.results import examples
+from experiments import plan
+from experiments.results import examples, records
 from tests.conftest import ROOT, SHARED_CORPORA
 
 TINY = ("model.dimension=16 model.ff_hidden=16 model.heads=2 model.transformer_layers=1 model.rnn_layers=1 "
         "model.embedding_dim=16 model.word_vectors=null model.max_generative_vocab=200 model.max_answer_length=8 "
         "train.token_budget=400 train.val_batch_size=64")
+
+
+def test_the_dry_run_names_every_planned_run_and_its_command(tmp_path):
+    """Each table's folder names (the records' run names) and single_task.py commands: Table 3's five tasks with its
+    strategy, its first phase 2/15 of the scaled budget and its own workdir; a zero-shot group's task list."""
+    env = {**os.environ, "DRY_RUN": "1", "ITERS_SCALE": "0.1", "GRID_OUT": str(tmp_path / "runs"), "DEVICE": "cpu",
+           "TABLE3_WORKDIR": "t3", "WORKDIR": "w", "SET": "train.max_val_examples=50",
+           "PY": str(ROOT / ".venv" / "bin" / "python"), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120).stdout
+    commands = dict(line.split(": ", 1) for line in out.splitlines() if not line.startswith("["))
+    assert len(commands) == len(plan.run_lines(records.load("plan"))) and not (tmp_path / "runs").exists()
+    t3 = commands["table3-anti_curriculum-s7"]
+    assert ("--task squad_dev,sst,srl,woz.en,schema --iterations 480 --val-every 60 --overlay infra/params/glove.yaml "
+            "--overlay infra/params/table3.yaml --set train.strategy=custom --set train.phase_iterations=64 "
+            "--workdir t3 --set train.seed=7 --set train.max_val_examples=50 --device cpu") in t3
+    assert t3.endswith(str(tmp_path / "runs" / "table3-anti_curriculum-s7"))
+    assert "--set train.strategy=curriculum" in commands["table3-curriculum-s123"]
+    assert "--task sst,schema --iterations 240 --val-every 20" in commands["zero-shot-sst-schema-s5"]
+    assert "--set model.variant=s2s" in commands["srl-s2s-s11"] and "--workdir w" in commands["srl-s2s-s11"]
+    assert "model.variant" not in commands["zero-shot-sst-s123"] and "--workdir w" in commands["zero-shot-sst-s123"]
 
 
 @pytest.mark.slow
