@@ -1,24 +1,47 @@
 #!/usr/bin/env bash
 # The issue-45 grid (item 5): every run docs/results/records/plan.json plans (`python -m experiments.plan runs`:
-# Table 2's four variants x its seeds x its iterations per task, and the single-task zero-shot models), PARALLEL
-# at a time, in batches, the whole command within BUDGET_S seconds. The stage that follows the speed check of
-# bench/gpu_check.sh on a lent GPU. Each run is experiments/single_task.py, which writes its best model's
-# per-example validation record (examples.json.gz) at every new best; a batch's runs are time-boxed to what is
-# left of the budget, less MARGIN_S, and a run cut there saves its state (SIGTERM) and continues on the next call
-# (on the same machine: the state stays in GRID_OUT). No batch starts with less than MIN_RUN_S left. After each
-# batch every finished run is copied to EXPORT (curve.json, examples.json.gz: no model) with machine.json, so the
-# records are out before the next batch starts. Zero-shot models are then asked the renamed SST questions
-# (`deca evaluate`, kept per example as zero_shot.json.gz). Finished runs are skipped: run it again to go on.
+# Table 2's four variants x its seeds x its iterations per task, Table 3's three strategies x its seeds on the five
+# tasks, and the single-task zero-shot models), PARALLEL at a time, in batches, the whole command within BUDGET_S
+# seconds. The stage that follows the speed check of bench/gpu_check.sh on a lent GPU. Each run is
+# experiments/single_task.py (Table 3's: infra/params/table3.yaml's recipe and strategy, its first phase 2/15 of
+# the budget, on TABLE3_WORKDIR's data and vocabulary), which writes its best model's per-example validation
+# record (examples.json.gz) at every new best; a batch's runs are time-boxed to what is left of the budget, less
+# MARGIN_S, and a run cut there saves its state (SIGTERM) and continues on the next call (on the same machine:
+# the state stays in GRID_OUT). No batch starts with less than MIN_RUN_S left. Table 3's and the zero-shot
+# models, once finished, are asked the renamed SST questions side by side (`deca evaluate`, kept per example as
+# zero_shot.json.gz with zero_shot_figures.json; a model finished but not yet asked is asked on the next call).
+# After each batch (and at the end) every finished run is copied to EXPORT (curve.json, examples.json.gz and the
+# renamed answers: no model) with machine.json. Finished runs are skipped: run it again to go on. DRY_RUN=1
+# lists each pending run's folder and command.
 #
-#   # on a GPU machine with PyTorch only (python -m bench.gpu_pack first, carry .gpu):
-#   PYTHONPATH=.gpu/site:. PY=python3 WORKDIR=.gpu/work SET=model.word_vectors=.gpu/glove EXPORT=$OUT/grid \
-#     COMMIT=<the commit sent> bash experiments/grid.sh
-#   # back here, the runs into the records, then the pages (the plan is remade from the new per-example records):
-#   .venv/bin/python -m experiments.results.runs table2 <files_at>/grid/schema-* ... --machine h100 \
-#     --machine-file <files_at>/grid/machine.json && make results
-#   # rehearsal on the CPU (tiny budget, 2 at a time, one task):
-#   DEVICE=cpu PARALLEL=2 ITERS_SCALE=0.05 TABLES=table2 TASKS=schema LIMIT=4 BUDGET_S=300 \
-#     GRID_OUT=/tmp/grid EXPORT=/tmp/grid-export bash experiments/grid.sh
+#   # on a GPU machine with PyTorch only (first here: python -m experiments.table3 prepare --workdir
+#   # checkpoints/table3 and python -m bench.gpu_pack --tasks sst,srl,woz.en,schema --table3-workdir
+#   # checkpoints/table3, then carry .gpu):
+#   PYTHONPATH=.gpu/site:. PY=python3 WORKDIR=.gpu/work TABLE3_WORKDIR=.gpu/table3 SET=model.word_vectors=.gpu/glove \
+#     EXPORT=$OUT/grid COMMIT=<the commit sent> bash experiments/grid.sh
+#   # back here, the runs into the records (one command per table), then the pages (and the plan, remade from
+#   # the new per-example records):
+#   .venv/bin/python -m experiments.results.runs table2 <files_at>/grid/{sst,srl,woz.en,schema}-* --machine h100 \
+#     --machine-file <files_at>/grid/machine.json
+#   .venv/bin/python -m experiments.results.runs table3 <files_at>/grid/table3-* --machine h100 \
+#     --machine-file <files_at>/grid/machine.json
+#   .venv/bin/python -m experiments.results.runs zero_shot <files_at>/grid/zero-shot-* <files_at>/grid/table3-* \
+#     --machine h100 --machine-file <files_at>/grid/machine.json
+#   .venv/bin/python -m experiments.plan && make results
+#
+# Rehearsed on the CPU (2 cores shared, load average 10-17 throughout), tiny budgets, 2 at a time:
+#   DEVICE=cpu PARALLEL=2 ITERS_SCALE=0.05 TABLES=table2 TASKS=schema LIMIT=4 BUDGET_S=480 \
+#     GRID_OUT=/tmp/grid EXPORT=/tmp/grid-export bash experiments/grid.sh                        # 3 min 6 s
+#   # Table 3 and zero-shot, with a tiny model (T="model.dimension=16 model.ff_hidden=16 model.heads=2
+#   # model.transformer_layers=1 model.rnn_layers=1 model.embedding_dim=16 model.word_vectors=null
+#   # model.max_generative_vocab=200 model.max_answer_length=8 train.token_budget=400 train.val_batch_size=64"):
+#   export DEVICE=cpu PARALLEL=2 ITERS_SCALE=0.01 GRID_OUT=/tmp/grid EXPORT=/tmp/grid-export WORKDIR=/tmp/work \
+#     TABLE3_WORKDIR=/tmp/t3work SET="$T train.max_val_examples=100" MARGIN_S=10 MIN_RUN_S=20 RENAMED_S=400
+#   TABLES=table3 LIMIT=2 BUDGET_S=400 bash experiments/grid.sh   # 2 runs of 48 its: 73 s, renamed + export 3 min 3 s
+#   TABLES=zero_shot TASKS=sst LIMIT=2 BUDGET_S=400 bash experiments/grid.sh    # 2 SST runs + renamed: 6 min 27 s
+#   TABLES=zero_shot TASKS=sst LIMIT=2 BUDGET_S=400 bash experiments/grid.sh    # again: 0 to do, 5 s
+#   # with the full model, BUDGET_S=150 MARGIN_S=20: both Table 3 runs cut at iteration 7 (state saved), the next
+#   # call continued them from iteration 7. The export of these runs: tests/fixtures/grid_export.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -28,6 +51,7 @@ PARALLEL=${PARALLEL:-8}
 BUDGET_S=${BUDGET_S:-630}   # 10.5 minutes: the command ends within the 11 a device call allows
 MARGIN_S=${MARGIN_S:-60}    # kept back from a batch: a stopped run saves its state, the export copies
 MIN_RUN_S=${MIN_RUN_S:-90}  # no batch starts with less than this left
+RENAMED_S=${RENAMED_S:-120} # at most this for one model's renamed questions (a CPU under load needs more)
 DEVICE=${DEVICE:-cuda}
 ITERS_SCALE=${ITERS_SCALE:-1}
 TABLES=${TABLES:-"table2 table3 zero_shot"}
@@ -126,10 +150,12 @@ EOF
 
 renamed() {  # a finished model (zero-shot, Table 3) asked the renamed questions: zero_shot.json.gz per example,
   # zero_shot_figures.json (experiments/results/grid_runs.py); $2: the vocabulary it was trained with
-  local run=$1 vocab=$2
+  local run=$1 vocab=$2 limit
+  limit=$(( $(left) < RENAMED_S ? $(left) : RENAMED_S ))
   [ -f "$run/zero_shot.json.gz" ] && return 0
   [ -d "$WORKDIR/processed/sst.happy_angry/validation" ] || return 0
-  timeout -s TERM 120 "$PY" -m deca.cli evaluate --checkpoint "$run/best/model.pt" --tasks sst sst.happy_angry \
+  [ "$limit" -gt 10 ] || { log "no time left for the renamed questions (the next call asks them): ${run##*/}"; return 0; }
+  timeout -s TERM "$limit" "$PY" -m deca.cli evaluate --checkpoint "$run/best/model.pt" --tasks sst sst.happy_angry \
     sst.supportive_unsupportive --split validation --out "$run/renamed" --no-mlflow --no-progress \
     --contamination none --device "$DEVICE" --set data.processed_dir="$WORKDIR/processed" \
     --set data.vocab_path="$vocab" >>"$run.log" 2>&1 &&
@@ -153,8 +179,9 @@ export_finished() {
 for line in "${todo[@]}"; do  # finished earlier, not yet asked the renamed questions (a call cut before)
   read -r table task variant seed iters <<<"$line"
   run="$GRID_OUT/$(name_of $table $task $variant $seed)"
-  [ "$table" != table2 ] && [ -f "$run/curve.json" ] && [ ! -f "$run/zero_shot.json.gz" ] && renamed "$run" "$(vocab_of $table)"
+  [ "$table" != table2 ] && [ -f "$run/curve.json" ] && [ ! -f "$run/zero_shot.json.gz" ] && renamed "$run" "$(vocab_of $table)" &
 done
+wait
 i=0
 while [ $i -lt ${#pending[@]} ]; do
   budget=$(( $(left) - MARGIN_S ))
@@ -169,18 +196,22 @@ while [ $i -lt ${#pending[@]} ]; do
     timeout -s TERM -k 60 "$budget" "${CMD[@]}" >>"$run.log" 2>&1 &
     pids+=("$!:$run:$table")
   done
+  asks=()
   for entry in "${pids[@]}"; do
     IFS=: read -r pid run table <<<"$entry"
     wait "$pid"; rc=$?
     case $rc in
-      0) log "done: ${run##*/}"; [ "$table" != table2 ] && renamed "$run" "$(vocab_of $table)" ;;
+      0) log "done: ${run##*/}"; [ "$table" != table2 ] && asks+=("$run:$(vocab_of $table)") ;;
       3|124) log "stopped at the budget (state kept; run again to continue): ${run##*/}" ;;
       137) log "killed 60s after the budget's SIGTERM (a validation round outlasted it; the state saved last, if any, is kept): ${run##*/}" ;;
       *) log "FAILED (exit $rc, see $run.log): ${run##*/}" ;;
     esac
   done
+  for ask in "${asks[@]}"; do IFS=: read -r run vocab <<<"$ask"; renamed "$run" "$vocab" & done
+  wait  # the batch's finished models asked side by side
   export_finished
   i=$((i + ${#batch[@]}))
 done
+[ $i -eq 0 ] && export_finished  # no batch ran (nothing to do, or no time): what was finished or asked before
 finished=$(ls "$GRID_OUT"/*/curve.json 2>/dev/null | wc -l)
 log "end: $finished finished runs in $GRID_OUT, $(( ${#pending[@]} - i > 0 ? ${#pending[@]} - i : 0 )) not started${EXPORT:+; copied to $EXPORT}"

@@ -42,7 +42,7 @@ def figures(metrics: Path, predictions: Path) -> dict:
         rows = [json.loads(line) for line in (predictions / f"{task}.jsonl").read_text(encoding="utf-8").splitlines()
                 if line.strip()]
         said = [r["prediction"] for r in rows]
-        out[task] = {"em": float(scored["headline"]["value"]),
+        out[task] = {"em": float(scored["em"]),
                      "first word right": 100 * sum(p.split()[:1] == [r["answer"]] for p, r in zip(said, rows)) / len(rows),
                      "stops": 100 * sum(len(p.split()) == 1 for p in said) / len(rows),
                      "top answers": [(zero_shot_report.show(a), n) for a, n in Counter(said).most_common(5)],
@@ -51,13 +51,13 @@ def figures(metrics: Path, predictions: Path) -> dict:
 
 
 def keep_renamed(run: Path) -> None:
-    """<run>/renamed (`deca evaluate` of the best model on sst and the renamed SST tasks) kept as <run>/RENAMED
-    (per example) and <run>/FIGURES."""
+    """<run>/renamed (`deca evaluate` of the best model on sst and the renamed SST tasks) kept as <run>/FIGURES,
+    then <run>/RENAMED (per example; written last: grid.sh takes it for "asked")."""
     metrics, predictions = run / "renamed" / "metrics.json", run / "renamed" / "predictions"
-    examples.write(run / RENAMED, examples.from_evaluation(run.name, metrics, predictions))
     tmp = run / (FIGURES + ".tmp")
     tmp.write_text(json.dumps(figures(metrics, predictions), indent=1) + "\n", encoding="utf-8")
     tmp.replace(run / FIGURES)
+    examples.write(run / RENAMED, examples.from_evaluation(run.name, metrics, predictions))
 
 
 def overrides_of(run: dict) -> dict[str, str]:
@@ -126,7 +126,7 @@ def group_of(record: dict, run: dict, folder: Path) -> dict:
 def label(run: dict) -> str:
     strategy = overrides_of(run).get("train.strategy")
     return (f"{STRATEGY[strategy].replace('_', ' ')}, seed {run['seed']}" if strategy
-            else f"{run['task'].upper().replace(',', ' + ')}, seed {run['seed']}")
+            else f"{run['task'].upper().replace(',', ' + ').replace('SCHEMA', 'MWSC')}, seed {run['seed']}")
 
 
 def add_zero_shot(folders: list[Path], machine: str, described: dict | None) -> dict:
@@ -152,7 +152,8 @@ def add_zero_shot(folders: list[Path], machine: str, described: dict | None) -> 
         group["models"] = [[f.name, label(run)] for f, run in found]
         group["command"] = ("experiments/grid.sh: Table 3's five-task runs (docs/results/records/table3.json)"
                             if group["name"] == TABLE3_GROUP else  # no --task: experiments/plan.py plans no runs of its own
-                            f"experiments/grid.sh ({from_folder(found[0][0], machine)['command'].strip()})")
+                            "experiments/grid.sh (" + from_folder(found[0][0], machine)["command"].strip().replace(
+                                f"train.seed={found[0][1]['seed']}", "train.seed=$s") + ")")
         group["machine"] = machine
         figures_path = records.RESULTS / f"{group['record']}.json"
         figures_path.write_text(json.dumps({f.name: json.loads((f / FIGURES).read_text(encoding="utf-8"))

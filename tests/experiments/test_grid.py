@@ -1,6 +1,8 @@
-"""experiments/grid.sh, rehearsed small on the CPU: the planned MWSC runs, two at a time, each leaving its curve
-and its per-example record in the export (with the machine) before the next batch; a second call finds them
-done. Slow: it prepares the real corpora and trains two tiny models."""
+"""experiments/grid.sh: the names and commands of every planned run (DRY_RUN), and the grid rehearsed small on the
+CPU: the planned MWSC runs, two at a time, each leaving its curve and its per-example record in the export (with
+the machine) before the next batch; a second call finds them done; a zero-shot SST model then answers the renamed
+questions, kept per example. Slow: it prepares the real corpora and trains three tiny models. Table 3's export ->
+records -> pages step: tests/experiments/results/test_grid_runs.py, on folders a real rehearsal exported."""
 from __future__ import annotations
 
 import json
@@ -10,7 +12,7 @@ import subprocess
 import pytest
 
 from experiments import plan
-from experiments.results import examples, records
+from experiments.results import examples, grid_runs, records
 from tests.conftest import ROOT, SHARED_CORPORA
 
 TINY = ("model.dimension=16 model.ff_hidden=16 model.heads=2 model.transformer_layers=1 model.rnn_layers=1 "
@@ -61,3 +63,14 @@ def test_the_grid_runs_the_plan_in_batches_and_exports_per_example_records(tmp_p
     again = subprocess.run(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=300)
     assert "0 to do" in again.stdout, again.stdout + again.stderr
+    # the zero-shot path on the same workdir: one SST model, then the renamed questions, kept and exported
+    zero = {**env, "TABLES": "zero_shot", "TASKS": "sst", "LIMIT": "1", "SET": TINY + " train.max_val_examples=50",
+            "RENAMED_S": "300"}
+    asked = subprocess.run(["bash", "experiments/grid.sh"], cwd=ROOT, env=zero, capture_output=True, text=True,
+                           timeout=600)
+    out = tmp_path / "export" / "zero-shot-sst-s123"
+    assert "done: zero-shot-sst-s123" in asked.stdout and "FAILED" not in asked.stdout, asked.stdout + asked.stderr
+    figures = json.loads((out / grid_runs.FIGURES).read_text())
+    kept = examples.read(out / grid_runs.RENAMED)["tasks"]
+    assert set(figures) == set(kept) == {"sst", "sst.happy_angry", "sst.supportive_unsupportive"}
+    assert all(kept[t]["n"] == 872 and kept[t]["headline"] == pytest.approx(figures[t]["em"], abs=1e-3) for t in kept)
