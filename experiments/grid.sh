@@ -14,9 +14,10 @@
 # renamed answers: no model) with machine.json. Finished runs are skipped: run it again to go on. DRY_RUN=1
 # lists each pending run's folder and command.
 #
-#   # on a GPU machine with PyTorch only (first here: python -m experiments.table3 prepare --workdir
-#   # checkpoints/table3 and python -m bench.gpu_pack --tasks sst,srl,woz.en,schema --table3-workdir
-#   # checkpoints/table3, then carry .gpu):
+#   # on a GPU machine with PyTorch only; first here: python -m experiments.table3 prepare --workdir
+#   # checkpoints/table3; deca prepare --tasks sst.happy_angry sst.supportive_unsupportive --splits validation
+#   # --mirror ../shared/corpora --out checkpoints/readme-experiment/processed; python -m bench.gpu_pack --tasks
+#   # sst,srl,woz.en,schema --table3-workdir checkpoints/table3; then carry .gpu:
 #   PYTHONPATH=.gpu/site:. PY=python3 WORKDIR=.gpu/work TABLE3_WORKDIR=.gpu/table3 SET=model.word_vectors=.gpu/glove \
 #     EXPORT=$OUT/grid COMMIT=<the commit sent> bash experiments/grid.sh
 #   # back here, the runs into the records (one command per table), then the pages (and the plan, remade from
@@ -29,19 +30,24 @@
 #     --machine h100 --machine-file <files_at>/grid/machine.json
 #   .venv/bin/python -m experiments.plan && make results
 #
-# Rehearsed on the CPU (2 cores shared, load average 10-17 throughout), tiny budgets, 2 at a time:
+# Rehearsed on the CPU (2 cores shared with other work, load average 9-17 throughout), tiny budgets, 2 at a time:
 #   DEVICE=cpu PARALLEL=2 ITERS_SCALE=0.05 TABLES=table2 TASKS=schema LIMIT=4 BUDGET_S=480 \
 #     GRID_OUT=/tmp/grid EXPORT=/tmp/grid-export bash experiments/grid.sh                        # 3 min 6 s
 #   # Table 3 and zero-shot, with a tiny model (T="model.dimension=16 model.ff_hidden=16 model.heads=2
 #   # model.transformer_layers=1 model.rnn_layers=1 model.embedding_dim=16 model.word_vectors=null
-#   # model.max_generative_vocab=200 model.max_answer_length=8 train.token_budget=400 train.val_batch_size=64"):
+#   # model.max_generative_vocab=200 model.max_answer_length=8 train.token_budget=400 train.val_batch_size=64"),
+#   # the workdirs prepared by a first call (squad_dev and the four tasks: 26 s):
 #   export DEVICE=cpu PARALLEL=2 ITERS_SCALE=0.01 GRID_OUT=/tmp/grid EXPORT=/tmp/grid-export WORKDIR=/tmp/work \
 #     TABLE3_WORKDIR=/tmp/t3work SET="$T train.max_val_examples=100" MARGIN_S=10 MIN_RUN_S=20 RENAMED_S=400
-#   TABLES=table3 LIMIT=2 BUDGET_S=400 bash experiments/grid.sh   # 2 runs of 48 its: 73 s, renamed + export 3 min 3 s
-#   TABLES=zero_shot TASKS=sst LIMIT=2 BUDGET_S=400 bash experiments/grid.sh    # 2 SST runs + renamed: 6 min 27 s
-#   TABLES=zero_shot TASKS=sst LIMIT=2 BUDGET_S=400 bash experiments/grid.sh    # again: 0 to do, 5 s
-#   # with the full model, BUDGET_S=150 MARGIN_S=20: both Table 3 runs cut at iteration 7 (state saved), the next
-#   # call continued them from iteration 7. The export of these runs: tests/fixtures/grid_export.
+#   TABLES=table3 LIMIT=2 BUDGET_S=60 bash experiments/grid.sh   # 2 runs of 48 iterations, done in 44 s; 56 s
+#   TABLES=table3 LIMIT=2 BUDGET_S=500 bash experiments/grid.sh  # 0 to do; both asked the renamed SST: 149 s
+#   TABLES=zero_shot TASKS=sst LIMIT=2 BUDGET_S=500 bash experiments/grid.sh   # 2 SST runs + renamed: 303 s
+#   TABLES="table3 zero_shot" TASKS="all sst" LIMIT=2 BUDGET_S=500 bash experiments/grid.sh   # 0 to do: 12 s
+#   # then the way back above (runs table3, runs zero_shot, python -m experiments.results): 21 s, every page
+#   # made (the rehearsal's records not kept). With the full model and BUDGET_S=150 MARGIN_S=20, both Table 3
+#   # runs were cut at iteration 7 (state saved; 60 s after SIGTERM the kill came as they ended: a CPU validation
+#   # round outlasts the grace) and the next call continued them from iteration 7. Their export (the tiny
+#   # model's): tests/fixtures/grid_export.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -52,6 +58,7 @@ BUDGET_S=${BUDGET_S:-630}   # 10.5 minutes: the command ends within the 11 a dev
 MARGIN_S=${MARGIN_S:-60}    # kept back from a batch: a stopped run saves its state, the export copies
 MIN_RUN_S=${MIN_RUN_S:-90}  # no batch starts with less than this left
 RENAMED_S=${RENAMED_S:-120} # at most this for one model's renamed questions (a CPU under load needs more)
+RENAMED_MAX=${RENAMED_MAX:-} # ask only the first N sentences of each (a rehearsal; default: all 872)
 DEVICE=${DEVICE:-cuda}
 ITERS_SCALE=${ITERS_SCALE:-1}
 TABLES=${TABLES:-"table2 table3 zero_shot"}
@@ -156,7 +163,7 @@ renamed() {  # a finished model (zero-shot, Table 3) asked the renamed questions
   [ -d "$WORKDIR/processed/sst.happy_angry/validation" ] || return 0
   [ "$limit" -gt 10 ] || { log "no time left for the renamed questions (the next call asks them): ${run##*/}"; return 0; }
   timeout -s TERM "$limit" "$PY" -m deca.cli evaluate --checkpoint "$run/best/model.pt" --tasks sst sst.happy_angry \
-    sst.supportive_unsupportive --split validation --out "$run/renamed" --no-mlflow --no-progress \
+    sst.supportive_unsupportive --split validation ${RENAMED_MAX:+--max-examples $RENAMED_MAX} --out "$run/renamed" --no-mlflow --no-progress \
     --contamination none --device "$DEVICE" --set data.processed_dir="$WORKDIR/processed" \
     --set data.vocab_path="$vocab" >>"$run.log" 2>&1 &&
   "$PY" -m experiments.results.grid_runs keep-renamed "$run" >>"$run.log" 2>&1 || log "renamed questions FAILED (see $run.log): ${run##*/}"
@@ -176,12 +183,20 @@ export_finished() {
   done
 }
 
+ask_all() {  # renamed for each "run:vocabulary" given, PARALLEL at a time
+  for ask in "$@"; do
+    while [ "$(jobs -pr | wc -l)" -ge "$PARALLEL" ]; do wait -n; done
+    IFS=: read -r run vocab <<<"$ask"; renamed "$run" "$vocab" &
+  done
+  wait
+}
+asks=()
 for line in "${todo[@]}"; do  # finished earlier, not yet asked the renamed questions (a call cut before)
   read -r table task variant seed iters <<<"$line"
   run="$GRID_OUT/$(name_of $table $task $variant $seed)"
-  [ "$table" != table2 ] && [ -f "$run/curve.json" ] && [ ! -f "$run/zero_shot.json.gz" ] && renamed "$run" "$(vocab_of $table)" &
+  [ "$table" != table2 ] && [ -f "$run/curve.json" ] && [ ! -f "$run/zero_shot.json.gz" ] && asks+=("$run:$(vocab_of $table)")
 done
-wait
+ask_all "${asks[@]}"
 i=0
 while [ $i -lt ${#pending[@]} ]; do
   budget=$(( $(left) - MARGIN_S ))
@@ -202,13 +217,14 @@ while [ $i -lt ${#pending[@]} ]; do
     wait "$pid"; rc=$?
     case $rc in
       0) log "done: ${run##*/}"; [ "$table" != table2 ] && asks+=("$run:$(vocab_of $table)") ;;
-      3|124) log "stopped at the budget (state kept; run again to continue): ${run##*/}" ;;
+      3|124) if [ -f "$run/curve.json" ]; then  # it ended as the budget did
+               log "done: ${run##*/}"; [ "$table" != table2 ] && asks+=("$run:$(vocab_of $table)")
+             else log "stopped at the budget (state kept; run again to continue): ${run##*/}"; fi ;;
       137) log "killed 60s after the budget's SIGTERM (a validation round outlasted it; the state saved last, if any, is kept): ${run##*/}" ;;
       *) log "FAILED (exit $rc, see $run.log): ${run##*/}" ;;
     esac
   done
-  for ask in "${asks[@]}"; do IFS=: read -r run vocab <<<"$ask"; renamed "$run" "$vocab" & done
-  wait  # the batch's finished models asked side by side
+  ask_all "${asks[@]}"  # the batch's finished models asked side by side
   export_finished
   i=$((i + ${#batch[@]}))
 done

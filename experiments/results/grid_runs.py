@@ -25,7 +25,6 @@ from pathlib import Path
 from eval.verdict import still_rising
 from experiments import zero_shot_report
 from experiments.results import examples, records, table3, zero_shot
-from experiments.results.run_folder import from_folder
 
 FIGURES = "zero_shot_figures.json"  # in a run folder: zero_shot_report's figures of each task
 RENAMED = "zero_shot.json.gz"  # in a run folder: the per-example record of the renamed questions
@@ -64,14 +63,14 @@ def overrides_of(run: dict) -> dict[str, str]:
     return dict(o.split("=", 1) for o in run.get("overrides", []))
 
 
-def table3_run(folder: Path, machine: str, made_at: str | None) -> dict:
-    """The Table 3 record run of one five-task single_task.py folder (a RecordError when it is not one)."""
+def table3_run(folder: Path, base: dict) -> dict:
+    """The Table 3 record run of one five-task single_task.py folder, from `base` (its run as Table 2's are made:
+    experiments/results/runs.py's from_folder); a RecordError when it is not Table 3's."""
     run = json.loads((folder / "curve.json").read_text(encoding="utf-8"))
     if run["task"].split(",") != list(table3.TASKS):
         raise records.RecordError(f"{folder}: trained on {run['task']}, not Table 3's five tasks "
                                   f"({','.join(table3.TASKS)}); give Table 3's run folders (table3-*)")
     strategy = STRATEGY[overrides_of(run).get("train.strategy", "fully_joint")]
-    base = from_folder(folder, machine, made_at)
     points = run["curve"]
     curves = {t: [[p["iteration"], round(p["headlines"][t], 2)] for p in points if p["headlines"].get(t) is not None]
               for t in table3.TASKS}
@@ -88,18 +87,17 @@ def table3_run(folder: Path, machine: str, made_at: str | None) -> dict:
             "phase_iterations": int(overrides_of(run).get("train.phase_iterations", 0)) or None}
 
 
-def add_table3(folders: list[Path], machine: str, made_at: str | None, described: dict | None) -> dict:
-    """docs/results/records/table3.json with the folders' runs in place of those of the same name (every folder
-    read and checked before anything is written), their per-example records beside it."""
-    from bench.record import this_machine
-
-    new = [table3_run(f, machine, made_at) for f in folders]
+def add_table3(folders: list[Path], bases: list[dict], machine: str, described: dict) -> dict:
+    """docs/results/records/table3.json with the folders' runs (`bases`: runs.from_folder's) in place of those of
+    the same name (every folder read and checked before anything is written), their per-example records beside
+    it, the machine `described` under `machine`."""
+    new = [table3_run(f, base) for f, base in zip(folders, bases)]
     kept = {f.name: examples.read(f / examples.FILE) for f in folders if (f / examples.FILE).is_file()}
     path = records.RECORDS / "table3.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     names = {r["name"] for r in new}
     record["runs"] = [r for r in record["runs"] if r["name"] not in names] + new
-    record["machines"][machine] = described or this_machine()
+    record["machines"][machine] = described
     budgets = {(r.get("iterations"), r.get("phase_iterations")) for r in record["runs"]}
     if len(budgets) == 1:  # every run of the record now from the grid, at one budget: the page says it
         record["iterations"], record["phase_iterations"] = budgets.pop()
@@ -129,11 +127,10 @@ def label(run: dict) -> str:
             else f"{run['task'].upper().replace(',', ' + ').replace('SCHEMA', 'MWSC')}, seed {run['seed']}")
 
 
-def add_zero_shot(folders: list[Path], machine: str, described: dict | None) -> dict:
+def add_zero_shot(folders: list[Path], bases: list[dict], machine: str, described: dict) -> dict:
     """docs/results/records/zero_shot.json with each group that the folders belong to made of those folders (its
     record file of figures rewritten, the per-example records beside it); a folder without the renamed answers
     is refused before anything is written."""
-    from bench.record import this_machine
 
     lacking = [str(f) for f in folders if not (f / FIGURES).is_file() or not (f / RENAMED).is_file()]
     if lacking:
@@ -142,26 +139,26 @@ def add_zero_shot(folders: list[Path], machine: str, described: dict | None) -> 
     path = records.RECORDS / "zero_shot.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     grouped: dict[str, list] = {}
-    for f in folders:
+    for f, base in zip(folders, bases):
         run = json.loads((f / "curve.json").read_text(encoding="utf-8"))
-        grouped.setdefault(group_of(record, run, f)["name"], []).append((f, run))
+        grouped.setdefault(group_of(record, run, f)["name"], []).append((f, run, base))
     for group in record["groups"]:
         found = grouped.get(group["name"])
         if not found:
             continue
-        group["models"] = [[f.name, label(run)] for f, run in found]
+        group["models"] = [[f.name, label(run)] for f, run, _ in found]
         group["command"] = ("experiments/grid.sh: Table 3's five-task runs (docs/results/records/table3.json)"
                             if group["name"] == TABLE3_GROUP else  # no --task: experiments/plan.py plans no runs of its own
-                            "experiments/grid.sh (" + from_folder(found[0][0], machine)["command"].strip().replace(
+                            "experiments/grid.sh (" + found[0][2]["command"].strip().replace(
                                 f"train.seed={found[0][1]['seed']}", "train.seed=$s") + ")")
         group["machine"] = machine
         figures_path = records.RESULTS / f"{group['record']}.json"
         figures_path.write_text(json.dumps({f.name: json.loads((f / FIGURES).read_text(encoding="utf-8"))
-                                            for f, _ in found}, indent=1), encoding="utf-8")
-        for f, _ in found:
+                                            for f, _, _ in found}, indent=1), encoding="utf-8")
+        for f, _, _ in found:
             examples.write(examples.DIR / "zero_shot" / group["record"] / f"{f.name}.json.gz",
                            examples.read(f / RENAMED))
-    record["machines"][machine] = described or this_machine()
+    record["machines"][machine] = described
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     records.load.cache_clear()
     return record

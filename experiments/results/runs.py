@@ -15,12 +15,46 @@ read here), or give --machine and --commit for folders brought back from another
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from pathlib import Path
 
-from bench.record import this_machine
+from bench.record import commit, this_machine
 from experiments.results import examples, grid_runs, records
-from experiments.results.run_folder import from_folder, params_digest  # noqa: F401 (params_digest: this API)
+
+
+def params_digest(run: dict) -> str:
+    """sha256 (16 hex) of the overlay files' text and the overrides: equal digests, equal params."""
+    h = hashlib.sha256()
+    for path in run.get("overlay", []):
+        h.update((records.ROOT / path).read_bytes())
+    h.update("\n".join(run.get("overrides", [])).encode())
+    return h.hexdigest()[:16]
+
+
+def from_folder(folder: Path, machine: str, made_at: str | None = None) -> dict:
+    """The record run of one single_task.py run folder."""
+    run = json.loads((folder / "curve.json").read_text(encoding="utf-8"))
+    task, curve = run["task"], run["curve"]
+    best = max(curve, key=lambda p: p["headline"])
+    iters = run["iterations"]
+    sets = " ".join(f"--set {o}" for o in run.get("overrides", []))
+    overlay = " ".join(f"--overlay {o}" for o in run.get("overlay", []))
+    return {"name": folder.name, "task": task, "variant": run.get("variant", "mqan"), "seed": run["seed"],
+            "command": f"python -m experiments.single_task run --task {task} --iterations {iters} --val-every "
+                       f"{curve[1]['iteration'] - curve[0]['iteration'] if len(curve) > 1 else iters} {overlay} {sets}",
+            "commit": made_at or commit(), "params_digest": params_digest(run), "machine": machine,
+            "load": run.get("load_end"), "minutes": round(run["minutes"], 2),
+            "curve": [[p["iteration"], round(p["headline"], 2)] for p in curve],
+            "scores": {task: round(best["headline"], 1)}, "best_iteration": best["iteration"],
+            "minutes_to_best": round(best["minutes"], 2), "still_rising": None,
+            "precision": run.get("precision", "fp32"), "iterations": iters, "tokens_per_s": tokens_per_s(curve)}
+
+
+def tokens_per_s(curve: list[dict]) -> int | None:
+    """The median training tokens/s over the curve's points (None when not logged)."""
+    rates = sorted(p["tokens_per_s"] for p in curve if p.get("tokens_per_s"))
+    return round(rates[len(rates) // 2]) if rates else None
 
 
 def add(record_name: str, folders: list[Path], machine: str, made_at: str | None = None,
@@ -62,10 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"{args.machine_file}: no {', '.join(lacking)} (experiments/grid.sh writes all of them)")
         described, made_at = {f: found[f] for f in records.MACHINE_FIELDS}, found["commit"]
     try:
-        if args.record == "table3":
-            grid_runs.add_table3(args.folders, args.machine, made_at, described)
-        elif args.record == "zero_shot":
-            grid_runs.add_zero_shot(args.folders, args.machine, described)
+        if args.record in ("table3", "zero_shot"):  # experiments/results/grid_runs.py
+            bases = [from_folder(f, args.machine, made_at) for f in args.folders]
+            convert = grid_runs.add_table3 if args.record == "table3" else grid_runs.add_zero_shot
+            convert(args.folders, bases, args.machine, described or this_machine())
         else:
             add(args.record, args.folders, args.machine, made_at, described)
     except records.RecordError as exc:
