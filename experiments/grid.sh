@@ -43,6 +43,8 @@
 #   TABLES=table3 LIMIT=2 BUDGET_S=500 bash experiments/grid.sh  # 0 to do; both asked the renamed SST: 149 s
 #   TABLES=zero_shot TASKS=sst LIMIT=2 BUDGET_S=500 bash experiments/grid.sh   # 2 SST runs + renamed: 303 s
 #   TABLES="table3 zero_shot" TASKS="all sst" LIMIT=2 BUDGET_S=500 bash experiments/grid.sh   # 0 to do: 12 s
+#   # a finished Table 3 model not yet asked (its renamed answers deleted), RENAMED_MAX=50, same exports: the
+#   # next call (0 to do) asks both side by side and exports them: 185 s (load average 24)
 #   # then the way back above (runs table3, runs zero_shot, python -m experiments.results): 21 s, every page
 #   # made (the rehearsal's records not kept). With the full model and BUDGET_S=150 MARGIN_S=20, both Table 3
 #   # runs were cut at iteration 7 (state saved; 60 s after SIGTERM the kill came as they ended: a CPU validation
