@@ -65,7 +65,7 @@ def test_the_grid_runs_the_plan_in_batches_and_exports_per_example_records(tmp_p
     assert "0 to do" in again.stdout, again.stdout + again.stderr
     # the zero-shot path on the same workdir: one SST model, then the renamed questions, kept and exported
     zero = {**env, "TABLES": "zero_shot", "TASKS": "sst", "LIMIT": "1", "SET": TINY + " train.max_val_examples=50",
-            "RENAMED_S": "300", "RENAMED_MAX": "100"}
+            "RENAMED_S": "300", "RENAMED_MAX": "50", "ITERS_SCALE": "0.002"}  # 2 iterations, 50 sentences each
     asked = subprocess.run(["bash", "experiments/grid.sh"], cwd=ROOT, env=zero, capture_output=True, text=True,
                            timeout=600)
     out = tmp_path / "export" / "zero-shot-sst-s123"
@@ -73,4 +73,4 @@ def test_the_grid_runs_the_plan_in_batches_and_exports_per_example_records(tmp_p
     figures = json.loads((out / grid_runs.FIGURES).read_text())
     kept = examples.read(out / grid_runs.RENAMED)["tasks"]
     assert set(figures) == set(kept) == {"sst", "sst.happy_angry", "sst.supportive_unsupportive"}
-    assert all(kept[t]["n"] == 100 and kept[t]["headline"] == pytest.approx(figures[t]["em"], abs=1e-3) for t in kept)
+    assert all(kept[t]["n"] == 50 and kept[t]["headline"] == pytest.approx(figures[t]["em"], abs=1e-3) for t in kept)
