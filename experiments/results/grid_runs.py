@@ -41,8 +41,8 @@ def figures(metrics: Path, predictions: Path) -> dict:
         rows = [json.loads(line) for line in (predictions / f"{task}.jsonl").read_text(encoding="utf-8").splitlines()
                 if line.strip()]
         said = [r["prediction"] for r in rows]
-        out[task] = {"em": float(scored["em"]),
-                     "first word right": 100 * sum(p.split()[:1] == [r["answer"]] for p, r in zip(said, rows)) / len(rows),
+        first = sum(p.split()[:1] == [r["answer"]] for p, r in zip(said, rows))
+        out[task] = {"em": float(scored["em"]), "first word right": 100 * first / len(rows),
                      "stops": 100 * sum(len(p.split()) == 1 for p in said) / len(rows),
                      "top answers": [(zero_shot_report.show(a), n) for a, n in Counter(said).most_common(5)],
                      "answers going on": sum(len(p.split()) > 1 for p in said)}
@@ -114,8 +114,9 @@ def add_table3(folders: list[Path], bases: list[dict], machine: str, described: 
 
 def group_of(record: dict, run: dict, folder: Path) -> dict:
     """The zero-shot group a run belongs to: Table 3's for five tasks, else the one whose command trained its task."""
+    five = run["task"] == ",".join(table3.TASKS)
     for g in record["groups"]:
-        if (g["name"] == TABLE3_GROUP) if run["task"] == ",".join(table3.TASKS) else f"--task {run['task']} " in g["command"]:
+        if (g["name"] == TABLE3_GROUP) if five else (f"--task {run['task']} " in g["command"]):
             return g
     raise records.RecordError(f"{folder}: no zero-shot group in docs/results/records/zero_shot.json trains "
                               f"{run['task']}; add the group there first")
@@ -138,7 +139,8 @@ def add_zero_shot(folders: list[Path], bases: list[dict], machine: str, describe
                                   "not asked (rerun experiments/grid.sh: it asks them of every finished model)")
     path = records.RECORDS / "zero_shot.json"
     record = json.loads(path.read_text(encoding="utf-8"))
-    grouped: dict[str, list] = {}
+    kept = {f: (examples.read(f / RENAMED), json.loads((f / FIGURES).read_text(encoding="utf-8"))) for f in folders}
+    grouped: dict[str, list] = {}  # every folder read and placed before anything is written
     for f, base in zip(folders, bases):
         run = json.loads((f / "curve.json").read_text(encoding="utf-8"))
         grouped.setdefault(group_of(record, run, f)["name"], []).append((f, run, base))
@@ -147,17 +149,16 @@ def add_zero_shot(folders: list[Path], bases: list[dict], machine: str, describe
         if not found:
             continue
         group["models"] = [[f.name, label(run)] for f, run, _ in found]
-        group["command"] = ("experiments/grid.sh: Table 3's five-task runs (docs/results/records/table3.json)"
-                            if group["name"] == TABLE3_GROUP else  # no --task: experiments/plan.py plans no runs of its own
-                            "experiments/grid.sh (" + found[0][2]["command"].strip().replace(
-                                f"train.seed={found[0][1]['seed']}", "train.seed=$s") + ")")
+        _, run, base = found[0]
+        group["command"] = (  # Table 3's without --task: experiments/plan.py plans no runs of its own for it
+            "experiments/grid.sh: Table 3's five-task runs (docs/results/records/table3.json)"
+            if group["name"] == TABLE3_GROUP else
+            "experiments/grid.sh (" + base["command"].strip().replace(f"train.seed={run['seed']}", "train.seed=$s") + ")")
         group["machine"] = machine
         figures_path = records.RESULTS / f"{group['record']}.json"
-        figures_path.write_text(json.dumps({f.name: json.loads((f / FIGURES).read_text(encoding="utf-8"))
-                                            for f, _, _ in found}, indent=1), encoding="utf-8")
+        figures_path.write_text(json.dumps({f.name: kept[f][1] for f, _, _ in found}, indent=1), encoding="utf-8")
         for f, _, _ in found:
-            examples.write(examples.DIR / "zero_shot" / group["record"] / f"{f.name}.json.gz",
-                           examples.read(f / RENAMED))
+            examples.write(examples.DIR / "zero_shot" / group["record"] / f"{f.name}.json.gz", kept[f][0])
     record["machines"][machine] = described
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     records.load.cache_clear()

@@ -63,8 +63,9 @@ def test_zero_shot_groups_are_made_of_the_runs_brought_back(here):
     convert("zero_shot", *ZERO_SHOT, *TABLE3)
     record = records.load("zero_shot")
     groups = {g["name"]: g for g in record["groups"]}
-    assert groups["SST alone"]["models"] == [["zero-shot-sst-s123", "SST, seed 123"], ["zero-shot-sst-s7", "SST, seed 7"]]
-    assert "--task sst --iterations 12 " in groups["SST alone"]["command"] and "train.seed=$s " in groups["SST alone"]["command"]
+    alone = groups["SST alone"]
+    assert alone["models"] == [["zero-shot-sst-s123", "SST, seed 123"], ["zero-shot-sst-s7", "SST, seed 7"]]
+    assert "--task sst --iterations 12 " in alone["command"] and "train.seed=$s " in alone["command"]
     assert [m for m, _ in groups[grid_runs.TABLE3_GROUP]["models"]] == list(TABLE3)
     assert "--task" not in groups[grid_runs.TABLE3_GROUP]["command"]  # experiments/plan.py plans no runs of its own
     assert groups["SST + MWSC"]["models"][0][0] == "checkpoints/zero-shot/sst-schema-s123"  # untouched
