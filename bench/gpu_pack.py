@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # pure-Python packages the runs import that the GPU image lacks (revtok: tokenizing; the last two: ROUGE,
 # which eval/metrics imports; their own needs, absl, six, regex, are in the image)
 SITE = ("revtok", "nltk", "rouge_score")
+RENAMED = ("sst.happy_angry", "sst.supportive_unsupportive")  # the zero-shot question's renamed SST tasks
 CORPORA = ("squad/dev-v1.1.json", "sst/train_binary_sent.csv", "sst/dev_binary_sent.csv")
 
 
@@ -39,11 +40,26 @@ def task_tokens(work: Path, tasks: list[str]) -> set[str]:
     """Every token the runs of `tasks` can look up: the vocabulary's and the tasks' processed splits'."""
     tokens = {line.rstrip("\n").strip() for line in (work / "vocab.txt").read_text(encoding="utf-8").splitlines()}
     for task, split in ((t, s) for t in tasks for s in ("train", "validation")):
+        if not (work / "processed" / task / split).is_dir():  # the renamed SST tasks: validation only
+            continue
         table = pq.read_table(work / "processed" / task / split)
         for column in ("context_tokens", "question_tokens", "answer_tokens"):
             for row in table.column(column).to_pylist():
                 tokens.update(t.strip() for t in row)
     return tokens
+
+
+def pack_table3(work: Path, out: Path) -> set[str]:
+    """Table 3's prepared workdir (processed five tasks, vocab.txt, params.yaml) copied to `out`; its tokens."""
+    if not (work / "vocab.txt").is_file() or not (work / "params.yaml").is_file():
+        raise SystemExit(f"error: {work} is not a prepared Table 3 workdir: run "
+                         f"`python -m experiments.table3 prepare --workdir {work}` first")
+    tasks = sorted(p.name for p in (work / "processed").iterdir() if p.is_dir())
+    for task in tasks:
+        shutil.copytree(work / "processed" / task, out / "processed" / task)
+    for name in ("vocab.txt", "params.yaml"):
+        shutil.copy2(work / name, out / name)
+    return task_tokens(work, tasks)
 
 
 def glove_subset(tokens: set[str], out: Path) -> int:
@@ -76,7 +92,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / ".gpu")
     ap.add_argument("--speedcheck", type=Path, default=ROOT.parent / "shared" / "speedcheck",
                     help="the side-by-side harness with the original MQAN (default: %(default)s)")
-    ap.add_argument("--tasks", default="sst", help="comma-separated workdir tasks to pack (default: %(default)s)")
+    ap.add_argument("--tasks", default="sst", help="comma-separated workdir tasks to pack (default: %(default)s); "
+                    "the renamed SST tasks, where prepared, always (experiments/grid.sh asks the zero-shot question)")
+    ap.add_argument("--table3-workdir", type=Path, metavar="DIR",
+                    help="also Table 3's workdir (`python -m experiments.table3 prepare --workdir DIR`: its five "
+                         "tasks, vocabulary and params) as .gpu/table3, its tokens in the GloVe subset "
+                         "(experiments/grid.sh with TABLE3_WORKDIR=.gpu/table3)")
     args = ap.parse_args()
     tasks = args.tasks.split(",")
     if not all((args.workdir / "processed" / t / "train").is_dir() for t in tasks):
@@ -91,13 +112,17 @@ def main() -> int:
     for rel in CORPORA:
         (args.out / "corpora" / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(args.raw / rel, args.out / "corpora" / rel)
+    tasks += [t for t in RENAMED if (args.workdir / "processed" / t / "validation").is_dir() and t not in tasks]
     for task in tasks:
         if not (args.workdir / "processed" / task).is_dir():
             ap.error(f"{args.workdir / 'processed'} has no {task!r}: the workdir holds "
                      f"{', '.join(sorted(p.name for p in (args.workdir / 'processed').iterdir()))}")
         shutil.copytree(args.workdir / "processed" / task, args.out / "work" / "processed" / task)
     shutil.copy2(args.workdir / "vocab.txt", args.out / "work" / "vocab.txt")
-    n = glove_subset(task_tokens(args.workdir, tasks), args.out / "glove")
+    tokens = task_tokens(args.workdir, tasks)
+    if args.table3_workdir:
+        tokens |= pack_table3(args.table3_workdir, args.out / "table3")
+    n = glove_subset(tokens, args.out / "glove")
     for name in SITE:
         module = importlib.import_module(name)
         shutil.copytree(Path(module.__file__).parent, args.out / "site" / name,

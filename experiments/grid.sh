@@ -1,24 +1,55 @@
 #!/usr/bin/env bash
 # The issue-45 grid (item 5): every run docs/results/records/plan.json plans (`python -m experiments.plan runs`:
-# Table 2's four variants x its seeds x its iterations per task, and the single-task zero-shot models), PARALLEL
-# at a time, in batches, the whole command within BUDGET_S seconds. The stage that follows the speed check of
-# bench/gpu_check.sh on a lent GPU. Each run is experiments/single_task.py, which writes its best model's
-# per-example validation record (examples.json.gz) at every new best; a batch's runs are time-boxed to what is
-# left of the budget, less MARGIN_S, and a run cut there saves its state (SIGTERM) and continues on the next call
-# (on the same machine: the state stays in GRID_OUT). No batch starts with less than MIN_RUN_S left. After each
-# batch every finished run is copied to EXPORT (curve.json, examples.json.gz: no model) with machine.json, so the
-# records are out before the next batch starts. Zero-shot models are then asked the renamed SST questions
-# (`deca evaluate`, kept per example as zero_shot.json.gz). Finished runs are skipped: run it again to go on.
+# Table 2's four variants x its seeds x its iterations per task, Table 3's three strategies x its seeds on the five
+# tasks, and the single-task zero-shot models), PARALLEL at a time, in batches, the whole command within BUDGET_S
+# seconds. The stage that follows the speed check of bench/gpu_check.sh on a lent GPU. Each run is
+# experiments/single_task.py (Table 3's: infra/params/table3.yaml's recipe and strategy, its first phase 2/15 of
+# the budget, on TABLE3_WORKDIR's data and vocabulary), which writes its best model's per-example validation
+# record (examples.json.gz) at every new best; a batch's runs are time-boxed to what is left of the budget, less
+# MARGIN_S, and a run cut there saves its state (SIGTERM) and continues on the next call (on the same machine:
+# the state stays in GRID_OUT). No batch starts with less than MIN_RUN_S left. Table 3's and the zero-shot
+# models, once finished, are asked the renamed SST questions side by side (`deca evaluate`, kept per example as
+# zero_shot.json.gz with zero_shot_figures.json; a model finished but not yet asked is asked on the next call).
+# After each batch (and at the end) every finished run is copied to EXPORT (curve.json, examples.json.gz and the
+# renamed answers: no model) with machine.json. Finished runs are skipped: run it again to go on. DRY_RUN=1
+# lists each pending run's folder and command.
 #
-#   # on a GPU machine with PyTorch only (python -m bench.gpu_pack first, carry .gpu):
-#   PYTHONPATH=.gpu/site:. PY=python3 WORKDIR=.gpu/work SET=model.word_vectors=.gpu/glove EXPORT=$OUT/grid \
-#     COMMIT=<the commit sent> bash experiments/grid.sh
-#   # back here, the runs into the records, then the pages (the plan is remade from the new per-example records):
-#   .venv/bin/python -m experiments.results.runs table2 <files_at>/grid/schema-* ... --machine h100 \
-#     --machine-file <files_at>/grid/machine.json && make results
-#   # rehearsal on the CPU (tiny budget, 2 at a time, one task):
-#   DEVICE=cpu PARALLEL=2 ITERS_SCALE=0.05 TABLES=table2 TASKS=schema LIMIT=4 BUDGET_S=300 \
-#     GRID_OUT=/tmp/grid EXPORT=/tmp/grid-export bash experiments/grid.sh
+#   # on a GPU machine with PyTorch only; first here: python -m experiments.table3 prepare --workdir
+#   # checkpoints/table3; deca prepare --tasks sst.happy_angry sst.supportive_unsupportive --splits validation
+#   # --mirror ../shared/corpora --out checkpoints/readme-experiment/processed; python -m bench.gpu_pack --tasks
+#   # sst,srl,woz.en,schema --table3-workdir checkpoints/table3; then carry .gpu:
+#   PYTHONPATH=.gpu/site:. PY=python3 WORKDIR=.gpu/work TABLE3_WORKDIR=.gpu/table3 SET=model.word_vectors=.gpu/glove \
+#     EXPORT=$OUT/grid COMMIT=<the commit sent> bash experiments/grid.sh
+#   # back here, the runs into the records (one command per table), then the pages (and the plan, remade from
+#   # the new per-example records):
+#   .venv/bin/python -m experiments.results.runs table2 <files_at>/grid/{sst,srl,woz.en,schema}-* --machine h100 \
+#     --machine-file <files_at>/grid/machine.json
+#   .venv/bin/python -m experiments.results.runs table3 <files_at>/grid/table3-* --machine h100 \
+#     --machine-file <files_at>/grid/machine.json
+#   .venv/bin/python -m experiments.results.runs zero_shot <files_at>/grid/zero-shot-* <files_at>/grid/table3-* \
+#     --machine h100 --machine-file <files_at>/grid/machine.json
+#   .venv/bin/python -m experiments.plan && make results
+#
+# Rehearsed on the CPU (2 cores shared with other work, load average 9-17 throughout), tiny budgets, 2 at a time:
+#   DEVICE=cpu PARALLEL=2 ITERS_SCALE=0.05 TABLES=table2 TASKS=schema LIMIT=4 BUDGET_S=480 \
+#     GRID_OUT=/tmp/grid EXPORT=/tmp/grid-export bash experiments/grid.sh                        # 3 min 6 s
+#   # Table 3 and zero-shot, with a tiny model (T="model.dimension=16 model.ff_hidden=16 model.heads=2
+#   # model.transformer_layers=1 model.rnn_layers=1 model.embedding_dim=16 model.word_vectors=null
+#   # model.max_generative_vocab=200 model.max_answer_length=8 train.token_budget=400 train.val_batch_size=64"),
+#   # the workdirs prepared by a first call (squad_dev and the four tasks: 26 s):
+#   export DEVICE=cpu PARALLEL=2 ITERS_SCALE=0.01 GRID_OUT=/tmp/grid EXPORT=/tmp/grid-export WORKDIR=/tmp/work \
+#     TABLE3_WORKDIR=/tmp/t3work SET="$T train.max_val_examples=100" MARGIN_S=10 MIN_RUN_S=20 RENAMED_S=400
+#   TABLES=table3 LIMIT=2 BUDGET_S=60 bash experiments/grid.sh   # 2 runs of 48 iterations, done in 44 s; 56 s
+#   TABLES=table3 LIMIT=2 BUDGET_S=500 bash experiments/grid.sh  # 0 to do; both asked the renamed SST: 149 s
+#   TABLES=zero_shot TASKS=sst LIMIT=2 BUDGET_S=500 bash experiments/grid.sh   # 2 SST runs + renamed: 303 s
+#   TABLES="table3 zero_shot" TASKS="all sst" LIMIT=2 BUDGET_S=500 bash experiments/grid.sh   # 0 to do: 12 s
+#   # a finished Table 3 model not yet asked (its renamed answers deleted), RENAMED_MAX=50, same exports: the
+#   # next call (0 to do) asks both side by side and exports them: 185 s (load average 24)
+#   # then the way back above (runs table3, runs zero_shot, python -m experiments.results): 21 s, every page
+#   # made (the rehearsal's records not kept). With the full model and BUDGET_S=150 MARGIN_S=20, both Table 3
+#   # runs were cut at iteration 7 (state saved; 60 s after SIGTERM the kill came as they ended: a CPU validation
+#   # round outlasts the grace) and the next call continued them from iteration 7. Their export (the tiny
+#   # model's): tests/fixtures/grid_export.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -28,10 +59,14 @@ PARALLEL=${PARALLEL:-8}
 BUDGET_S=${BUDGET_S:-630}   # 10.5 minutes: the command ends within the 11 a device call allows
 MARGIN_S=${MARGIN_S:-60}    # kept back from a batch: a stopped run saves its state, the export copies
 MIN_RUN_S=${MIN_RUN_S:-90}  # no batch starts with less than this left
+RENAMED_S=${RENAMED_S:-120} # at most this for one model's renamed questions (a CPU under load needs more)
+RENAMED_MAX=${RENAMED_MAX:-} # ask only the first N sentences of each (a rehearsal; default: all 872)
 DEVICE=${DEVICE:-cuda}
 ITERS_SCALE=${ITERS_SCALE:-1}
-TABLES=${TABLES:-"table2 zero_shot"}
-TASKS=${TASKS:-}            # only these tasks (Table 2) or task lists (zero-shot: sst, sst,schema)
+TABLES=${TABLES:-"table2 table3 zero_shot"}
+TASKS=${TASKS:-}            # only these tasks (Table 2: sst srl woz.en schema; Table 3: all) or task lists (zero-shot: sst, sst,schema)
+TABLE3_WORKDIR=${TABLE3_WORKDIR:-checkpoints/table3}  # the five tasks' data and vocabulary (experiments/table3.py prepare)
+DRY_RUN=${DRY_RUN:-}        # 1: print each pending run's folder and command, and run nothing
 LIMIT=${LIMIT:-}            # at most this many planned runs (a rehearsal)
 OVERLAY=${OVERLAY:-infra/params/glove.yaml}
 WORKDIR=${WORKDIR:-checkpoints/readme-experiment}
@@ -39,8 +74,8 @@ SET=${SET:-}
 START=$SECONDS
 left() { echo $((BUDGET_S - (SECONDS - START))); }
 log() { echo "[$(date -u +%T) +$((SECONDS - START))s] $*"; }
-extra=""; for kv in $SET; do extra+=" --set $kv"; done
-mkdir -p "$GRID_OUT"
+declare -A STRATEGY=([fully_joint]=fully_joint [anti_curriculum]=custom [curriculum]=curriculum)  # -> train.strategy
+TABLE3_TASKS=squad_dev,sst,srl,woz.en,schema
 
 # the planned runs not yet finished: "table task variant seed iterations"
 mapfile -t planned < <("$PY" -m experiments.plan runs)
@@ -52,20 +87,56 @@ for line in "${planned[@]}"; do
   todo+=("$line")
 done
 [ -n "$LIMIT" ] && todo=("${todo[@]:0:$LIMIT}")
-name_of() {  # the run's folder name (Table 2's as in docs/results/records/table2.json)
+name_of() {  # the run's folder name (Table 2's and Table 3's as in docs/results/records/table2.json, table3.json)
   local table=$1 task=$2 variant=$3 seed=$4
-  if [ "$table" = table2 ]; then echo "$task-$variant-s$seed"; else echo "zero-shot-${task//,/-}-s$seed"; fi
+  case $table in
+    table2) echo "$task-$variant-s$seed" ;;
+    table3) echo "table3-$variant-s$seed" ;;
+    *) echo "zero-shot-${task//,/-}-s$seed" ;;
+  esac
 }
+command_of() {  # CMD: the experiments/single_task.py command of one planned run, its iterations scaled
+  local table=$1 task=$2 variant=$3 seed=$4 iters=$5 run=$6 n every
+  n=$(awk -v i="$iters" -v s="$ITERS_SCALE" 'BEGIN { v = int(i * s); print (v < 2 ? 2 : v) }')
+  if [ "$table" = table3 ]; then  # infra/params/table3.yaml's recipe: 8 validation rounds, the first phase 2/15
+    every=$(( n / 8 > 0 ? n / 8 : 1 ))
+    CMD=("$PY" -m experiments.single_task run --task "$TABLE3_TASKS" --iterations "$n" --val-every "$every"
+         --overlay "$OVERLAY" --overlay infra/params/table3.yaml --set "train.strategy=${STRATEGY[$variant]}"
+         --set "train.phase_iterations=$(( n * 2 / 15 > 0 ? n * 2 / 15 : 1 ))" --workdir "$TABLE3_WORKDIR")
+  else
+    every=$(( n / 12 > 0 ? n / 12 : 1 ))
+    CMD=("$PY" -m experiments.single_task run --task "$task" --iterations "$n" --val-every "$every"
+         --overlay "$OVERLAY" --workdir "$WORKDIR")
+    [ "$variant" != mqan ] && CMD+=(--set "model.variant=$variant")
+  fi
+  CMD+=(--set "train.seed=$seed")
+  for kv in $SET; do CMD+=(--set "$kv"); done
+  CMD+=(--device "$DEVICE" --out "$run")
+}
+wants() { [[ " $TABLES " == *" $1 "* ]]; }
 pending=()
 for line in "${todo[@]}"; do
   read -r table task variant seed iters <<<"$line"
   [ -f "$GRID_OUT/$(name_of $table $task $variant $seed)/curve.json" ] || pending+=("$line")
 done
 log "${#todo[@]} planned runs here, ${#pending[@]} to do, $PARALLEL at a time, ${BUDGET_S}s budget | $(uptime | sed 's/.*load/load/')"
+if [ -n "$DRY_RUN" ]; then
+  for line in "${pending[@]}"; do
+    read -r table task variant seed iters <<<"$line"
+    run="$GRID_OUT/$(name_of $table $task $variant $seed)"
+    command_of $table $task $variant $seed $iters "$run"
+    echo "${run##*/}: ${CMD[*]}"
+  done
+  exit 0
+fi
+mkdir -p "$GRID_OUT"
 
 "$PY" -c "from pathlib import Path; from bench.workdir import prepare; prepare(Path('$WORKDIR').resolve())" \
   || { log "FAILED to prepare $WORKDIR"; exit 1; }
-if [[ " $TABLES " == *" zero_shot "* ]] && [ ! -d "$WORKDIR/processed/sst.happy_angry/validation" ]; then
+if wants table3 && printf '%s\n' "${pending[@]}" | grep -q '^table3 '; then
+  "$PY" -m experiments.table3 prepare --workdir "$TABLE3_WORKDIR" || { log "FAILED to prepare $TABLE3_WORKDIR"; exit 1; }
+fi
+if { wants zero_shot || wants table3; } && [ ! -d "$WORKDIR/processed/sst.happy_angry/validation" ]; then
   "$PY" -m deca.cli prepare --tasks sst.happy_angry sst.supportive_unsupportive --splits validation \
     --mirror "${DECA_SHARED_CORPORA:-../shared/corpora}" --out "$WORKDIR/processed" >/dev/null || log "renamed SST not prepared: zero-shot skipped"
 fi
@@ -86,16 +157,20 @@ open(sys.argv[1], "w").write(json.dumps(found, indent=1) + "\n")
 EOF
 }
 
-renamed() {  # a finished zero-shot model asked the renamed questions, kept per example
-  local run=$1
-  [ -f "$run/zero_shot.json.gz" ] || [ ! -d "$WORKDIR/processed/sst.happy_angry/validation" ] && return 0
-  timeout -s TERM 120 "$PY" -m deca.cli evaluate --checkpoint "$run/best/model.pt" --tasks sst sst.happy_angry \
-    sst.supportive_unsupportive --split validation --out "$run/renamed" --no-mlflow --no-progress \
+renamed() {  # a finished model (zero-shot, Table 3) asked the renamed questions: zero_shot.json.gz per example,
+  # zero_shot_figures.json (experiments/results/grid_runs.py); $2: the vocabulary it was trained with
+  local run=$1 vocab=$2 limit
+  limit=$(( $(left) < RENAMED_S ? $(left) : RENAMED_S ))
+  [ -f "$run/zero_shot.json.gz" ] && return 0
+  [ -d "$WORKDIR/processed/sst.happy_angry/validation" ] || return 0
+  [ "$limit" -gt 10 ] || { log "no time left for the renamed questions (the next call asks them): ${run##*/}"; return 0; }
+  timeout -s TERM "$limit" "$PY" -m deca.cli evaluate --checkpoint "$run/best/model.pt" --tasks sst sst.happy_angry \
+    sst.supportive_unsupportive --split validation ${RENAMED_MAX:+--max-examples $RENAMED_MAX} --out "$run/renamed" --no-mlflow --no-progress \
     --contamination none --device "$DEVICE" --set data.processed_dir="$WORKDIR/processed" \
-    --set data.vocab_path="$WORKDIR/vocab.txt" >>"$run.log" 2>&1 &&
-  "$PY" -c "import sys; from pathlib import Path; from experiments.results import examples as e; r = Path(sys.argv[1]);
-e.write(r / 'zero_shot.json.gz', e.from_evaluation(r.name, r / 'renamed/metrics.json', r / 'renamed/predictions'))" "$run"
+    --set data.vocab_path="$vocab" >>"$run.log" 2>&1 &&
+  "$PY" -m experiments.results.grid_runs keep-renamed "$run" >>"$run.log" 2>&1 || log "renamed questions FAILED (see $run.log): ${run##*/}"
 }
+vocab_of() { if [ "$1" = table3 ]; then echo "$TABLE3_WORKDIR/vocab.txt"; else echo "$WORKDIR/vocab.txt"; fi; }
 
 export_finished() {
   [ -n "$EXPORT" ] || return 0
@@ -106,10 +181,24 @@ export_finished() {
     [ -f "$run/curve.json" ] || continue
     mkdir -p "$EXPORT/${run##*/}"
     cp "$run/curve.json" "$EXPORT/${run##*/}/"
-    for f in examples.json.gz zero_shot.json.gz; do [ -f "$run/$f" ] && cp "$run/$f" "$EXPORT/${run##*/}/"; done
+    for f in examples.json.gz zero_shot.json.gz zero_shot_figures.json; do [ -f "$run/$f" ] && cp "$run/$f" "$EXPORT/${run##*/}/"; done
   done
 }
 
+ask_all() {  # renamed for each "run:vocabulary" given, PARALLEL at a time
+  for ask in "$@"; do
+    while [ "$(jobs -pr | wc -l)" -ge "$PARALLEL" ]; do wait -n; done
+    IFS=: read -r run vocab <<<"$ask"; renamed "$run" "$vocab" &
+  done
+  wait
+}
+asks=()
+for line in "${todo[@]}"; do  # finished earlier, not yet asked the renamed questions (a call cut before)
+  read -r table task variant seed iters <<<"$line"
+  run="$GRID_OUT/$(name_of $table $task $variant $seed)"
+  [ "$table" != table2 ] && [ -f "$run/curve.json" ] && [ ! -f "$run/zero_shot.json.gz" ] && asks+=("$run:$(vocab_of $table)")
+done
+ask_all "${asks[@]}"
 i=0
 while [ $i -lt ${#pending[@]} ]; do
   budget=$(( $(left) - MARGIN_S ))
@@ -120,25 +209,27 @@ while [ $i -lt ${#pending[@]} ]; do
   for line in "${batch[@]}"; do
     read -r table task variant seed iters <<<"$line"
     run="$GRID_OUT/$(name_of $table $task $variant $seed)"
-    n=$(awk -v i="$iters" -v s="$ITERS_SCALE" 'BEGIN { v = int(i * s); print (v < 2 ? 2 : v) }')
-    every=$(( n / 12 > 0 ? n / 12 : 1 ))
-    set_variant=""; [ "$variant" != mqan ] && set_variant="--set model.variant=$variant"
-    timeout -s TERM -k 60 "$budget" "$PY" -m experiments.single_task run --task "$task" --iterations "$n" \
-      --val-every "$every" --overlay "$OVERLAY" $set_variant --set train.seed="$seed" $extra --device "$DEVICE" \
-      --workdir "$WORKDIR" --out "$run" >>"$run.log" 2>&1 &
+    command_of $table $task $variant $seed $iters "$run"
+    timeout -s TERM -k 60 "$budget" "${CMD[@]}" >>"$run.log" 2>&1 &
     pids+=("$!:$run:$table")
   done
+  asks=()
   for entry in "${pids[@]}"; do
     IFS=: read -r pid run table <<<"$entry"
     wait "$pid"; rc=$?
     case $rc in
-      0) [ "$table" = zero_shot ] && renamed "$run"; log "done: ${run##*/}" ;;
-      3|124) log "stopped at the budget (state kept; run again to continue): ${run##*/}" ;;
+      0) log "done: ${run##*/}"; [ "$table" != table2 ] && asks+=("$run:$(vocab_of $table)") ;;
+      3|124) if [ -f "$run/curve.json" ]; then  # it ended as the budget did
+               log "done: ${run##*/}"; [ "$table" != table2 ] && asks+=("$run:$(vocab_of $table)")
+             else log "stopped at the budget (state kept; run again to continue): ${run##*/}"; fi ;;
+      137) log "killed 60s after the budget's SIGTERM (a validation round outlasted it; the state saved last, if any, is kept): ${run##*/}" ;;
       *) log "FAILED (exit $rc, see $run.log): ${run##*/}" ;;
     esac
   done
+  ask_all "${asks[@]}"  # the batch's finished models asked side by side
   export_finished
   i=$((i + ${#batch[@]}))
 done
+[ $i -eq 0 ] && export_finished  # no batch ran (nothing to do, or no time): what was finished or asked before
 finished=$(ls "$GRID_OUT"/*/curve.json 2>/dev/null | wc -l)
 log "end: $finished finished runs in $GRID_OUT, $(( ${#pending[@]} - i > 0 ? ${#pending[@]} - i : 0 )) not started${EXPORT:+; copied to $EXPORT}"

@@ -193,12 +193,16 @@ def make() -> dict:
 
 
 def run_lines(plan: dict) -> list[str]:
-    """`table task variant seed iterations` for every planned run of Table 2 and of the single-task zero-shot
-    groups (Table 3's five-task runs: experiments/table3.py with the plan's seeds and iterations)."""
+    """`table task variant seed iterations` for every planned run of Table 2, of Table 3 (task "all": its five
+    tasks; variant: the strategy) and of the single-task zero-shot groups (the five-task zero-shot group asks
+    Table 3's runs)."""
     lines = []
     for task, cell in plan["planned_runs"].get("table2", {}).items():
         lines += [f"table2 {task} {v} {seed} {cell['iterations']}" for seed in plan["seeds"][:cell["seeds"]]
                   for v in table2.VARIANTS]
+    for task, cell in plan["planned_runs"].get("table3", {}).items():
+        lines += [f"table3 {task} {s} {seed} {cell['iterations']}" for seed in plan["seeds"][:cell["seeds"]]
+                  for s in table3.STRATEGIES]
     commands = {g["name"]: g["command"] for g in records.load("zero_shot")["groups"]}
     for group, cell in plan["planned_runs"].get("zero_shot", {}).items():
         task = re.search(r"--task (\S+)", commands[group])

@@ -71,15 +71,21 @@ def stop_on_signals() -> Iterator[Callable]:
 
 
 def curve_record(args, params, recipe, logger, earlier: dict | None) -> dict:
-    """The run's record: settings, machine, load and the validation curve (earlier segments' points first)."""
-    task = args.task.split(",")[0]
-    headline = dict(logger.metrics.get(f"validation/{task}/headline", []))  # the first task's
+    """The run's record: settings, machine, load and the validation curve (earlier segments' points first; with
+    several tasks each point also holds every task's headline) and the schedule's phases (MLflow's tags)."""
+    tasks = args.task.split(",")
+    headline = dict(logger.metrics.get(f"validation/{tasks[0]}/headline", []))  # the first task's
+    each = {t: dict(logger.metrics.get(f"validation/{t}/headline", [])) for t in tasks}
     loss = dict(logger.metrics.get("train/loss", []))
     tps = dict(logger.metrics.get("train/tokens_per_s", []))
     offset = earlier["minutes"] if earlier else 0.0
     curve = (earlier["curve"] if earlier else []) + [
         {"iteration": it, "minutes": offset + logger.minutes[it], "headline": value, "loss": loss.get(it),
-         "tokens_per_s": tps.get(it), "device": args.device} for it, value in sorted(headline.items())]
+         "tokens_per_s": tps.get(it), "device": args.device,
+         **({"headlines": {t: each[t].get(it) for t in tasks}} if len(tasks) > 1 else {})}
+        for it, value in sorted(headline.items())]
+    phases = {**(earlier or {}).get("phases", {}),
+              **{k: v for k, v in logger.tags.items() if k.startswith("phase.")}}  # "<name> from iteration <i>"
     segments = (earlier or {}).get("segments", []) + [
         {"device": args.device, "host": platform.node(), "from_iteration": logger.first,
          "to_iteration": recipe.iteration}]
@@ -88,7 +94,7 @@ def curve_record(args, params, recipe, logger, earlier: dict | None) -> dict:
             "overlay": args.overlay, "overrides": args.overrides, "load_end": os.getloadavg(),
             "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, "segments": segments,
             "minutes": offset + (time.monotonic() - logger.start) / 60,
-            "curve": curve}
+            "curve": curve, **({"phases": phases} if phases else {})}
 
 
 def keep_examples(out: Path) -> Callable:

@@ -6,6 +6,7 @@ table puts the strategies side by side with the paper's Table 3 and says whether
     .venv/bin/python -m experiments.table3 run                  # 3 strategies x seeds 123 and 7, 2 at a time
     .venv/bin/python -m experiments.table3 run --strategies anti_curriculum --seeds 11
     .venv/bin/python -m experiments.table3 report --png docs/results/table3.png   # the table of finished runs
+    .venv/bin/python -m experiments.table3 prepare --workdir W  # only the data (experiments/grid.sh's runs)
     deca compare --mlflow table3 --paper --tracking-uri sqlite:///checkpoints/table3/mlflow.db \\
         --params checkpoints/table3/params.yaml                 # the same runs beside the paper's rows
 
@@ -39,7 +40,7 @@ from experiments.results.table3 import PAPER, TASKS  # the paper's Table 3 on th
 from infra.overlay import load_overlay, merge
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "corpora"
+SHARED = Path(os.environ.get("DECA_SHARED_CORPORA", ROOT.parent / "shared" / "corpora"))  # as bench/workdir.py
 
 OVERLAYS = ("infra/params/glove.yaml", "infra/params/table3.yaml")
 # The miniature's strategies -> train.strategy ("custom" runs infra/params/table3.yaml's train.phases:
@@ -56,7 +57,8 @@ def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Pa
     merged = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     for path in (OVERLAYS[0], *overlays, OVERLAYS[1]):  # the grid's tasks and budget stay; --set changes them
         merged = merge(merged, load_overlay(ROOT / path))
-    merged = merge(merged, {"data": {"processed_dir": str(workdir / "processed"),
+    merged = merge(merged, {"custom_tasks": mirrored(merged.get("custom_tasks", {})),
+                            "data": {"processed_dir": str(workdir / "processed"),
                                      "vocab_path": str(workdir / "vocab.txt"), "tasks": list(merged["train"]["tasks"])},
                             "train": {"storage_dir": str(workdir / "checkpoints"), "experiment": "table3"}})
     for key, value in parse_overrides(overrides).items():
@@ -75,6 +77,16 @@ def write_params(workdir: Path, overlays: list[str], overrides: list[str]) -> Pa
         raise
     tmp.replace(path)
     return path
+
+
+def mirrored(custom: dict) -> dict:
+    """The custom tasks' files under SHARED (DECA_SHARED_CORPORA) where their ../shared/corpora/... path is not
+    there (a worktree or a GPU machine whose mirror lies elsewhere); other paths as given."""
+    prefix = "../shared/corpora/"
+    return {name: {**cfg, "files": {split: str(SHARED / f[len(prefix):])
+                                    if f.startswith(prefix) and not (ROOT / f).is_file() else f
+                                    for split, f in cfg.get("files", {}).items()}}
+            for name, cfg in custom.items()}
 
 
 def deca(*args: str, env: dict | None = None, log: Path | None = None) -> None:
@@ -293,7 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--overlay", action="append", default=[], metavar="FILE", help="after infra/params/table3.yaml")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     r.add_argument("--parallel", type=int, default=2, help="runs at a time (default: %(default)s: one core each)")
-    for p in (r, sub.add_parser("report", help="the table of the finished runs")):
+    sub.add_parser("prepare", help="only the params and the five tasks' data and vocabulary in --workdir "
+                   "(experiments/grid.sh, which trains Table 3's runs with experiments/single_task.py)")
+    for p in (r, sub.choices["prepare"], sub.add_parser("report", help="the table of the finished runs")):
         p.add_argument("--workdir", default=str(ROOT / "checkpoints" / "table3"))
         p.add_argument("--md", help="also write the table to this Markdown file")
         p.add_argument("--png", help="also plot the validation curves to this file")
@@ -301,6 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     from deca.errors import DecaError
 
     try:
+        if args.command == "prepare":
+            workdir = Path(args.workdir).resolve()
+            prepare(workdir, write_params(workdir, [], []))
+            return 0
         return run(args) if args.command == "run" else report(args)
     except DecaError as exc:
         raise SystemExit(f"error: {exc}") from None

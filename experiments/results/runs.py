@@ -3,6 +3,8 @@ with everything issue 33 asks a record to hold: command, commit, params digest, 
 cores, bf16 units, GPU), load, minutes, curve and final scores.
 
     python -m experiments.results.runs table2 checkpoints/table2/sst-s2s-s11 ... [--machine xeon]
+    python -m experiments.results.runs table3 <export>/table3-* ...       # experiments/results/grid_runs.py
+    python -m experiments.results.runs zero_shot <export>/zero-shot-* <export>/table3-* ...
 
 The runs replace those of the same name in docs/results/records/<record>.json, and each run's per-example
 record (<folder>/examples.json.gz, experiments/results/examples.py) is copied to
@@ -18,7 +20,7 @@ import json
 from pathlib import Path
 
 from bench.record import commit, this_machine
-from experiments.results import examples, records
+from experiments.results import examples, grid_runs, records
 
 
 def params_digest(run: dict) -> str:
@@ -93,7 +95,15 @@ def main(argv: list[str] | None = None) -> int:
         if lacking:
             ap.error(f"{args.machine_file}: no {', '.join(lacking)} (experiments/grid.sh writes all of them)")
         described, made_at = {f: found[f] for f in records.MACHINE_FIELDS}, found["commit"]
-    add(args.record, args.folders, args.machine, made_at, described)
+    try:
+        if args.record in ("table3", "zero_shot"):  # experiments/results/grid_runs.py
+            bases = [from_folder(f, args.machine, made_at) for f in args.folders]
+            convert = grid_runs.add_table3 if args.record == "table3" else grid_runs.add_zero_shot
+            convert(args.folders, bases, args.machine, described or this_machine())
+        else:
+            add(args.record, args.folders, args.machine, made_at, described)
+    except records.RecordError as exc:
+        raise SystemExit(f"error: {exc}") from None
     print(f"{len(args.folders)} runs in docs/results/records/{args.record}.json")
     return 0
 

@@ -97,8 +97,10 @@ def findings(record: dict, floors: dict) -> tuple[str, Counter]:
 
 
 def runs_table(record: dict) -> str:
-    """Each run: its MLflow run, phases, minutes, load before / after and its five scores."""
-    rows = [[r["name"], r["mlflow_run"], r["phases"], num(r["minutes"]), f"{num(r['load'][0])} / {num(r['load'][1])}",
+    """Each run: its MLflow run, phases, minutes, load before / after and its five scores ("-": not kept; the
+    grid's runs, experiments/single_task.py, have no MLflow run and keep the load at their end only)."""
+    rows = [[r["name"], r["mlflow_run"] or "-", r["phases"], num(r["minutes"]),
+             " / ".join(num(v) for v in r["load"]) if r["load"] else "-",
              " / ".join(num(r["scores"][t]) for t in TASKS)] for r in record["runs"]]
     return table(["run", "MLflow run", "phases (MLflow tags)", "minutes", "load average before / after",
                   " / ".join(TASKS)], rows, "lllrll")
@@ -115,7 +117,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     gain = {t: mean(scores(record, "anti_curriculum", t)) - mean(scores(record, "fully_joint", t))
             for t in ("sum", "schema")}
     return {"plan_table": planned.section("table3"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
-            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
+            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": "; ".join(records.describe_machine(record["machines"][k])
+                                                        for k in sorted({r["machine"] for r in record["runs"]})),
             "source": record["source"], "iterations": f"{record['iterations']:,}",
             "phase_iterations": f"{record['phase_iterations']:,}", "results_table": results_table(record, floors),
             "verdict_table": verdicts, "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),

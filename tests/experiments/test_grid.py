@@ -1,6 +1,8 @@
-"""experiments/grid.sh, rehearsed small on the CPU: the planned MWSC runs, two at a time, each leaving its curve
-and its per-example record in the export (with the machine) before the next batch; a second call finds them
-done. Slow: it prepares the real corpora and trains two tiny models."""
+"""experiments/grid.sh: the names and commands of every planned run (DRY_RUN), and the grid rehearsed small on the
+CPU: the planned MWSC runs, two at a time, each leaving its curve and its per-example record in the export (with
+the machine) before the next batch; a second call finds them done; a zero-shot SST model then answers the renamed
+questions, kept per example. Slow: it prepares the real corpora and trains three tiny models. Table 3's export ->
+records -> pages step: tests/experiments/results/test_grid_runs.py, on folders a real rehearsal exported."""
 from __future__ import annotations
 
 import json
@@ -9,12 +11,34 @@ import subprocess
 
 import pytest
 
-from experiments.results import examples
+from experiments import plan
+from experiments.results import examples, grid_runs, records
 from tests.conftest import ROOT, SHARED_CORPORA
 
 TINY = ("model.dimension=16 model.ff_hidden=16 model.heads=2 model.transformer_layers=1 model.rnn_layers=1 "
         "model.embedding_dim=16 model.word_vectors=null model.max_generative_vocab=200 model.max_answer_length=8 "
         "train.token_budget=400 train.val_batch_size=64")
+
+
+def test_the_dry_run_names_every_planned_run_and_its_command(tmp_path):
+    """Each table's folder names (the records' run names) and single_task.py commands: Table 3's five tasks with its
+    strategy, its first phase 2/15 of the scaled budget and its own workdir; a zero-shot group's task list."""
+    env = {**os.environ, "DRY_RUN": "1", "ITERS_SCALE": "0.1", "GRID_OUT": str(tmp_path / "runs"), "DEVICE": "cpu",
+           "TABLE3_WORKDIR": "t3", "WORKDIR": "w", "SET": "train.max_val_examples=50",
+           "PY": str(ROOT / ".venv" / "bin" / "python"), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120).stdout
+    commands = dict(line.split(": ", 1) for line in out.splitlines() if not line.startswith("["))
+    assert len(commands) == len(plan.run_lines(records.load("plan"))) and not (tmp_path / "runs").exists()
+    t3 = commands["table3-anti_curriculum-s7"]
+    assert ("--task squad_dev,sst,srl,woz.en,schema --iterations 480 --val-every 60 --overlay infra/params/glove.yaml "
+            "--overlay infra/params/table3.yaml --set train.strategy=custom --set train.phase_iterations=64 "
+            "--workdir t3 --set train.seed=7 --set train.max_val_examples=50 --device cpu") in t3
+    assert t3.endswith(str(tmp_path / "runs" / "table3-anti_curriculum-s7"))
+    assert "--set train.strategy=curriculum" in commands["table3-curriculum-s123"]
+    assert "--task sst,schema --iterations 240 --val-every 20" in commands["zero-shot-sst-schema-s5"]
+    assert "--set model.variant=s2s" in commands["srl-s2s-s11"] and "--workdir w" in commands["srl-s2s-s11"]
+    assert "model.variant" not in commands["zero-shot-sst-s123"] and "--workdir w" in commands["zero-shot-sst-s123"]
 
 
 @pytest.mark.slow
@@ -39,3 +63,14 @@ def test_the_grid_runs_the_plan_in_batches_and_exports_per_example_records(tmp_p
     again = subprocess.run(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=300)
     assert "0 to do" in again.stdout, again.stdout + again.stderr
+    # the zero-shot path on the same workdir: one SST model, then the renamed questions, kept and exported
+    zero = {**env, "TABLES": "zero_shot", "TASKS": "sst", "LIMIT": "1", "SET": TINY + " train.max_val_examples=50",
+            "RENAMED_S": "300", "RENAMED_MAX": "50", "ITERS_SCALE": "0.002"}  # 2 iterations, 50 sentences each
+    asked = subprocess.run(["bash", "experiments/grid.sh"], cwd=ROOT, env=zero, capture_output=True, text=True,
+                           timeout=600)
+    out = tmp_path / "export" / "zero-shot-sst-s123"
+    assert "done: zero-shot-sst-s123" in asked.stdout and "FAILED" not in asked.stdout, asked.stdout + asked.stderr
+    figures = json.loads((out / grid_runs.FIGURES).read_text())
+    kept = examples.read(out / grid_runs.RENAMED)["tasks"]
+    assert set(figures) == set(kept) == {"sst", "sst.happy_angry", "sst.supportive_unsupportive"}
+    assert all(kept[t]["n"] == 50 and kept[t]["headline"] == pytest.approx(figures[t]["em"], abs=1e-3) for t in kept)

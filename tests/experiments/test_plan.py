@@ -53,8 +53,12 @@ def test_the_committed_plan_is_the_records_plan_and_reaches_every_page():
     text = planned.section("table2", made)
     assert "| srl | +SAtt → +CAtt | 3 |" in text and "MDE" in text and "vs the paper's 7.0" in text
     lines = plan.run_lines(made)
-    assert len(lines) == sum(c["seeds"] * 4 for c in made["planned_runs"]["table2"].values()) + sum(
+    t3 = made["planned_runs"]["table3"]["all"]
+    assert len(lines) == sum(c["seeds"] * 4 for c in made["planned_runs"]["table2"].values()) + 3 * t3["seeds"] + sum(
         c["seeds"] for g, c in made["planned_runs"]["zero_shot"].items() if g != "Table 3 five-task models")
+    assert [line for line in lines if line.startswith("table3 ")][:4] == [
+        f"table3 all {s} {seed} {t3['iterations']}" for seed, s in ((123, "fully_joint"), (123, "anti_curriculum"),
+                                                                    (123, "curriculum"), (7, "fully_joint"))]
     assert all(not math.isnan(s["mde"]) for s in made["steps"])
 
 
