@@ -4,7 +4,7 @@ on this machine's CPU. The shapes are those of the paper's batches (token budget
 ~240 tokens in batches of ~40, questions of ~20; SST rows of ~30 in batches of ~200; decoding batches of 256).
 The rule in mqan/unpacked.py (`path`) follows from this table: docs/results/profiles/lstm_paths.md.
 
-    python -m bench.lstm_paths                     # the table, 3 repeats per cell (min taken)
+    python -m bench.lstm_paths                     # the table: paths interleaved, median of 5 repeats
     python -m bench.lstm_paths --record /tmp/lstm_paths.json
     python -m bench.lstm_paths --page docs/results/profiles/lstm_paths.md   # the page, with command, commit and load
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from pathlib import Path
 
@@ -25,11 +26,14 @@ from mqan import unpacked
 from mqan.layers import BiLSTM
 from mqan.packing import Packing
 
-# (name, batch, width, d_in): the encoder's BiLSTMs on paper-shaped batches
-SHAPES = [("squad context, BiLSTM_ind", 40, 240, 200), ("squad context, compression", 40, 240, 800),
-          ("squad question", 40, 20, 200), ("sst context", 200, 30, 200), ("sst question", 200, 6, 200),
-          ("mid: 64 wide", 120, 64, 200), ("mid: 100 wide", 80, 100, 200),
-          ("decode squad context", 256, 160, 200), ("decode sst context", 256, 30, 200), ("tiny", 4, 8, 16)]
+BOTH, EVAL = ("train", "eval"), ("eval",)  # decoding's encoder runs without gradients: eval only
+# (name, batch, width, d_in, modes): the encoder's BiLSTMs on paper-shaped batches
+SHAPES = [("squad context, BiLSTM_ind", 40, 240, 200, BOTH), ("squad context, compression", 40, 240, 800, BOTH),
+          ("squad question", 40, 20, 200, BOTH), ("sst context", 200, 30, 200, BOTH),
+          ("sst context, compression", 200, 30, 800, BOTH), ("sst question", 200, 6, 200, BOTH),
+          ("short: 12 wide", 100, 12, 200, BOTH), ("mid: 64 wide", 120, 64, 200, BOTH),
+          ("mid: 100 wide", 80, 100, 200, BOTH), ("decode squad context", 256, 160, 200, EVAL),
+          ("decode sst context", 256, 30, 200, EVAL), ("tiny", 4, 8, 16, BOTH)]
 PATHS = ("packed", "directions", "staircase")
 
 
@@ -54,29 +58,34 @@ def run(bilstm: BiLSTM, x: torch.Tensor, packing: Packing, path: str, train: boo
             out.sum().backward()
 
 
-def timed(fn, repeats: int) -> float:
-    fn()  # warm-up: oneDNN builds its kernels for the shape
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
+def interleaved(fns: dict, repeats: int) -> dict[str, float]:
+    """Each of `fns` once untimed (oneDNN builds its kernels for the shape), then `repeats` rounds that run every
+    path once each, the order rotated per round (a burst of load hits each path alike): the median per path."""
+    for fn in fns.values():
         fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    times = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def measure(repeats: int) -> list[dict]:
     rows = []
-    for name, B, L, d_in in SHAPES:
+    for name, B, L, d_in, modes in SHAPES:
         torch.manual_seed(0)
         bilstm = BiLSTM(d_in, 200)
         x, packing = batch(B, L, d_in)
-        for train in (True, False):
+        for mode in modes:
             row = {"shape": name, "batch": B, "width": L, "d_in": d_in, "segments": len(packing.segments),
-                   "mode": "train" if train else "eval"}
-            for path in PATHS:
-                row[path] = timed(lambda: run(bilstm, x, packing, path, train), repeats)
+                   "mode": mode, "load": record.load()}
+            fns = {path: (lambda p=path: run(bilstm, x, packing, p, mode == "train")) for path in PATHS}
+            row.update(interleaved(fns, repeats))
             rows.append(row)
-            print(table([row], header=len(rows) == 1), flush=True)
+            print(table([row], header=len(rows) == 1), f"load {row['load']}", flush=True)
     return rows
 
 
@@ -92,7 +101,7 @@ def table(rows: list[dict], header: bool = True) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--record", type=Path, help="write the figures as a JSON record (bench/record.py)")
     ap.add_argument("--page", type=Path, help="write the table as a Markdown page")
@@ -113,7 +122,8 @@ def page(started: dict, rows: list[dict], args) -> str:
     m = started["machine"]
     return (f"# BiLSTM paths on the CPU: packed against unpacked (mqan/unpacked.py)\n\n"
             f"Generated by `{started['command']}` at commit {started['commit']}, {started['date']}; {m['cpu']}, "
-            f"{m['cores']} cores, {args.threads} threads, fp32, best of {args.repeats}. Load average before "
+            f"{m['cores']} cores, {args.threads} threads, fp32, paths interleaved, median of {args.repeats} repeats. "
+            f"Load average before "
             f"{started['load_before']}, after {record.load()}: a shared machine, so the ratios are rough.\n\n"
             f"Seconds per call of one BiLSTM (hidden 100 per direction), forward + backward (train) or forward only "
             f"(eval); (x) = packed / the path. The rule in `mqan.unpacked.path`: on a CPU, rows padded to "
