@@ -91,6 +91,8 @@ def quantized(model: torch.nn.Module) -> torch.nn.Module:
     in a shallow copy of the model)."""
     clone = copy.copy(model)
     clone._modules = dict(model._modules)  # noqa: SLF001  (a shallow copy that does not share its module table)
-    clone._modules["out"] = quantize_dynamic(torch.nn.Sequential(model.out), {torch.nn.Linear: default_dynamic_qconfig},
+    plain = torch.nn.Linear(model.out.in_features, model.out.out_features, model.out.bias is not None)
+    plain.weight, plain.bias = model.out.weight, model.out.bias  # W_v as a plain nn.Linear, which quantize_dynamic maps
+    clone._modules["out"] = quantize_dynamic(torch.nn.Sequential(plain), {torch.nn.Linear: default_dynamic_qconfig},
                                              dtype=torch.qint8)[0]
     return clone
