@@ -14,7 +14,7 @@ double comparison: within 2^-53), each element independently, and kept elements 
 `nn.Dropout`'s distribution and scaling. The backward pass keeps a bool mask (1 byte an element). What
 changes is the random stream: the same seed gives other masks than `nn.Dropout` (reproducible from the seed
 all the same, and the same masks when a checkpointed arm is recomputed, which restores the generator's
-state); and a dropped NaN or inf gives 0, not NaN (a masked fill, not a product). Eval mode is `F.dropout`.
+state). Eval mode is `F.dropout`.
 
 W_v in greedy decoding (`VocabProjection`, an `nn.Linear`: same parameters, state dict and hooks). Greedy
 decoding multiplies [B, d] by W_v^T [d, 50,000] at every step, its largest product. PyTorch sends an fp32
@@ -46,34 +46,34 @@ def intel_cpu() -> bool:
     return info.is_file() and "GenuineIntel" in info.read_text(encoding="utf-8", errors="replace")
 
 
-def drop_mask(shape: torch.Size, p: float, device: torch.device | str = "cpu") -> torch.Tensor:
-    """A bool tensor of `shape`, each element True (dropped) with probability p in [0, 1] (within 2^-33),
+def keep_mask(shape: torch.Size, p: float, device: torch.device | str = "cpu") -> torch.Tensor:
+    """A bool tensor of `shape`, each element False (dropped) with probability p in [0, 1] (within 2^-33),
     independently."""
     n = math.prod(shape)
     words = torch.empty((n + 1) // 2, dtype=torch.int64, device=device).random_(-2**63, None)  # 64 random bits
     keep_below = round((1.0 - p) * 2**32) - 2**31  # the uniform int32 values below it keep their element
     if keep_below > torch.iinfo(torch.int32).max:  # p below 2^-33: nothing is dropped
-        return torch.zeros(shape, dtype=torch.bool, device=device)
-    return (words.view(torch.int32)[:n] >= keep_below).view(shape)
+        return torch.ones(shape, dtype=torch.bool, device=device)
+    return (words.view(torch.int32)[:n] < keep_below).view(shape)
 
 
 class _Dropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, p: float) -> torch.Tensor:
-        drop = drop_mask(x.shape, p, x.device)
-        ctx.save_for_backward(drop)
+        keep = keep_mask(x.shape, p, x.device)
+        ctx.save_for_backward(keep)
         ctx.scale = 1.0 / (1.0 - p)
-        return x.masked_fill(drop, 0.0).mul_(ctx.scale)
+        return x.mul(keep).mul_(ctx.scale)  # a product, as nn.Dropout's (a dropped NaN stays NaN); faster than a masked fill
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: torch.Tensor):
-        (drop,) = ctx.saved_tensors
-        return grad.masked_fill(drop, 0.0).mul_(ctx.scale), None
+        (keep,) = ctx.saved_tensors
+        return grad.mul(keep).mul_(ctx.scale), None
 
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """`F.dropout(x, p, training)`, the mask drawn by `drop_mask` on a CPU (module docstring)."""
+    """`F.dropout(x, p, training)`, the mask drawn by `keep_mask` on a CPU (module docstring)."""
     if not training or p == 0.0 or p == 1.0 or x.device.type != "cpu" or intel_cpu():
         return F.dropout(x, p, training)
     if not 0.0 < p < 1.0:

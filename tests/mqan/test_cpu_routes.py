@@ -9,7 +9,7 @@ import torch
 from torch.nn import functional as F
 
 from mqan import cpu_routes
-from mqan.cpu_routes import Dropout, VocabProjection, drop_mask, dropout
+from mqan.cpu_routes import Dropout, VocabProjection, keep_mask, dropout
 
 
 @pytest.fixture(autouse=True)
@@ -21,7 +21,7 @@ def not_intel(monkeypatch):
 def test_each_element_is_dropped_with_probability_p_independently(p):
     torch.manual_seed(0)
     n = 400_001  # odd: the last 64-bit draw is half used
-    drop = drop_mask((n,), p).double()
+    drop = (~keep_mask((n,), p)).double()
     sd = math.sqrt(p * (1 - p) / n)
     assert abs(drop.mean().item() - p) < 5 * sd
     # neighbours (the two halves of one 64-bit draw, and across draws) and elements 8 apart: P(both) = p^2
@@ -31,8 +31,8 @@ def test_each_element_is_dropped_with_probability_p_independently(p):
 
 
 def test_the_extreme_probabilities_drop_nothing_or_everything():
-    assert not drop_mask((1000,), 1e-12).any()
-    assert drop_mask((1000,), 1 - 1e-12).all()
+    assert keep_mask((1000,), 1e-12).all()
+    assert not keep_mask((1000,), 1 - 1e-12).any()
 
 
 def test_kept_elements_are_scaled_as_nn_dropout_scales_them_and_the_rest_are_zero():
