@@ -1,6 +1,7 @@
-"""Routes around two of PyTorch's CPU kernels that are slow on a CPU that is not Intel's (where MKL, which
-PyTorch uses for both, does not take its fast paths): dropout's mask and the fp32 product with W_v in greedy
-decoding. Each is the same computation: dropout's distribution and scaling, the product to fp32 rounding.
+"""Routes around two of PyTorch's CPU kernels on a CPU that is not Intel's: dropout's mask (aten's bernoulli_
+takes MKL's vectorized generator only on Intel, an element-by-element loop elsewhere) and the fp32 product with
+W_v in greedy decoding (MKL's GEMM, measured slower than oneDNN's on this AMD EPYC; not measured on Intel, which
+keeps MKL). Each is the same computation: dropout's distribution and scaling, the product to fp32 rounding.
 On an Intel CPU, on a GPU, and wherever the conditions below do not hold, PyTorch's own kernels run.
 
 Dropout (`Dropout`, `dropout`). `nn.Dropout` draws its mask with `bernoulli_(1 - p)` into a float tensor; off
@@ -18,10 +19,12 @@ state). Eval mode is `F.dropout`.
 
 W_v in greedy decoding (`VocabProjection`, an `nn.Linear`: same parameters, state dict and hooks). Greedy
 decoding multiplies [B, d] by W_v^T [d, 50,000] at every step, its largest product. PyTorch sends an fp32
-`F.linear` to MKL; off Intel MKL does not take its AVX-512 kernels, and oneDNN's matmul on a W_v reordered
-once into its blocked layout measured 1.26-1.28x faster at [256, 200] x [200, 50,000] (interleaved medians,
-1 and 2 threads, AMD EPYC at load 14-18; reordering at every call was slower than MKL). The same product summed in another
-order: equal to fp32 rounding, not bitwise. The reordered copy (as large as W_v: 40 MB at d = 200) is made at
+`F.linear` to MKL; oneDNN's matmul on a W_v reordered
+once into its blocked layout measured faster at [256, 200] x [200, 50,000] on this AMD EPYC (interleaved medians
+at load 12-25): x1.26-1.28 in wall time with one and two threads, x1.11 in one thread's CPU time (so part of the
+wall-clock gain is MKL's threading under load); reordering at every call was slower than MKL, and in training's
+products ([1000, 200] x [200, 50,000] and its backward, W_v reordered at every step) oneDNN gained nothing (x0.97,
+x0.84), so training keeps MKL. The same product summed in another order: equal to fp32 rounding, not bitwise. The reordered copy (as large as W_v: 40 MB at d = 200) is made at
 the first gradient-free fp32 CPU call in eval mode and kept, with the versions of W_v and b it was made from,
 until either changes (an optimizer step, `load_state_dict`) or the layer enters training mode, which drops
 it. Training, gradients, float64 and bf16 autocast take `nn.Linear`'s forward.
@@ -40,8 +43,7 @@ from torch.nn import functional as F
 
 @functools.cache
 def intel_cpu() -> bool:
-    """Whether this machine's CPU is Intel's: bernoulli_ runs MKL's vectorized generator and MKL its AVX-512
-    GEMM kernels only there."""
+    """Whether this machine's CPU is Intel's, where both routes leave PyTorch's kernels as they are."""
     info = Path("/proc/cpuinfo")
     return info.is_file() and "GenuineIntel" in info.read_text(encoding="utf-8", errors="replace")
 
