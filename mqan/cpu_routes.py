@@ -1,5 +1,6 @@
 """Routes around two of PyTorch's CPU kernels on a CPU that is not Intel's: dropout's mask (aten's bernoulli_
-takes MKL's vectorized generator only on Intel, an element-by-element loop elsewhere) and the fp32 product with
+takes MKL's vectorized generator only on Intel, an element-by-element loop elsewhere; also inside attention,
+`attention`) and the fp32 product with
 W_v in greedy decoding (MKL's GEMM, measured slower than oneDNN's on this AMD EPYC; not measured on Intel, which
 keeps MKL). Each is the same computation: dropout's distribution and scaling, the product to fp32 rounding.
 On an Intel CPU, on a GPU, and wherever the conditions below do not hold, PyTorch's own kernels run.
@@ -15,7 +16,10 @@ double comparison: within 2^-53), each element independently, and kept elements 
 `nn.Dropout`'s distribution and scaling. The backward pass keeps a bool mask (1 byte an element). What
 changes is the random stream: the same seed gives other masks than `nn.Dropout` (reproducible from the seed
 all the same, and the same masks when a checkpointed arm is recomputed, which restores the generator's
-state). Eval mode is `F.dropout`.
+state). Eval mode is `F.dropout`. Attention with dropout on its weights (`attention`, training): PyTorch's
+scaled_dot_product_attention takes its math path on a CPU when dropout_p > 0 and draws that mask with
+bernoulli_ too; here the same math path is written out (softmax of the scaled, masked scores, dropout, times
+the values), with `dropout`'s mask: a bool mask kept for backward instead of a float one of [B, H, L, L].
 
 W_v in greedy decoding (`VocabProjection`, an `nn.Linear`: same parameters, state dict and hooks). Greedy
 decoding multiplies [B, d] by W_v^T [d, 50,000] at every step, its largest product. PyTorch sends an fp32
@@ -57,6 +61,17 @@ def keep_mask(shape: torch.Size, p: float, device: torch.device | str = "cpu") -
     if keep_below > torch.iinfo(torch.int32).max:  # p below 2^-33: nothing is dropped
         return torch.ones(shape, dtype=torch.bool, device=device)
     return (words.view(torch.int32)[:n] < keep_below).view(shape)
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, p: float) -> torch.Tensor:
+    """`F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)` (mask bool, True = attend, never a
+    whole row masked), written out where its dropout would draw with bernoulli_ (module docstring)."""
+    if p == 0.0 or q.device.type != "cpu" or intel_cpu():
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+    scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5  # [..., Lq, Lk]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return dropout(scores.softmax(-1), p, True) @ v
 
 
 class _Dropout(torch.autograd.Function):

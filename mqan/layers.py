@@ -16,6 +16,7 @@ from deca.config import ModelConfig
 from mqan.batch import Sequences
 from mqan import packing as packing_module
 from mqan import unpacked
+from mqan import cpu_routes
 from mqan.cpu_routes import Dropout
 from mqan.packing import Packing
 
@@ -122,8 +123,7 @@ class MultiHead(nn.Module):
     def forward(self, x: torch.Tensor, kv, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x [B, Lx, d] attends to kv=(keys, values) [B, H, Ly, k]; mask broadcastable to [B, H, Lx, Ly]."""
         q = self._split(self.wx(x))
-        out = F.scaled_dot_product_attention(q, kv[0], kv[1], attn_mask=mask,
-                                             dropout_p=self.p if self.training else 0.0)  # [B, H, Lx, k]
+        out = cpu_routes.attention(q, kv[0], kv[1], mask, self.p if self.training else 0.0)  # [B, H, Lx, k]
         return self.wo(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], self.h * self.k))
 
     def attend_one(self, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

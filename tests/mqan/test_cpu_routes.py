@@ -83,6 +83,24 @@ def test_eval_mode_other_devices_and_intel_cpus_take_f_dropout(monkeypatch):
     assert torch.equal(module.train()(x), expected)
 
 
+@pytest.mark.parametrize("masked", [True, False])
+def test_attention_written_out_is_sdpas_math_and_drops_weights_with_probability_p(monkeypatch, masked):
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(2, 3, 5 if i == 0 else 7, 4, dtype=torch.float64, requires_grad=True) for i in range(3))
+    mask = (torch.rand(2, 1, 5, 7) < 0.7) | (torch.arange(7) == 0) if masked else None  # no row wholly masked
+    g = torch.randn(2, 3, 5, 4, dtype=torch.float64)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    ref_grads = torch.autograd.grad(ref, (q, k, v), g)
+    monkeypatch.setattr(cpu_routes, "dropout", lambda x, p, training: x)  # the weights undropped: SDPA's values
+    out = cpu_routes.attention(q, k, v, mask, 0.3)
+    assert torch.allclose(out, ref, rtol=0, atol=1e-13)
+    assert all(torch.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(torch.autograd.grad(out, (q, k, v), g), ref_grads))
+    seen = []
+    monkeypatch.setattr(cpu_routes, "dropout", lambda x, p, training: seen.append((x.shape, p, training)) or x * 0)
+    assert not cpu_routes.attention(q, k, v, mask, 0.3).any()  # every weight dropped: the output is 0
+    assert seen == [((2, 3, 5, 7), 0.3, True)]
+
+
 ONEDNN = pytest.mark.skipif(not (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")),
                             reason="no oneDNN packed matmul in this PyTorch build")
 
