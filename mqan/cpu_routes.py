@@ -28,8 +28,9 @@ once into its blocked layout measured faster at [256, 200] x [200, 50,000] on th
 at load 12-25): x1.26-1.28 in wall time with one and two threads, x1.11 in one thread's CPU time (so part of the
 wall-clock gain is MKL's threading under load); reordering at every call was slower than MKL, and in training's
 products ([1000, 200] x [200, 50,000] and its backward, W_v reordered at every step) oneDNN gained nothing (x0.97,
-x0.84), so training keeps MKL. The same product summed in another order: equal to fp32 rounding, not bitwise. The reordered copy (as large as W_v: 40 MB at d = 200) is made at
-the first gradient-free fp32 CPU call in eval mode and kept, with the versions of W_v and b it was made from,
+x0.84), so training keeps MKL. The same product summed in another order: equal to fp32 rounding, not bitwise.
+The reordered copy (as large as W_v: 40 MB at d = 200) is made at the first gradient-free fp32 CPU call in eval
+mode and kept, with the versions of W_v and b it was made from,
 until either changes (an optimizer step, `load_state_dict`) or the layer enters training mode, which drops
 it. Training, gradients, float64 and bf16 autocast take `nn.Linear`'s forward.
 """
@@ -80,7 +81,7 @@ class _Dropout(torch.autograd.Function):
         keep = keep_mask(x.shape, p, x.device)
         ctx.save_for_backward(keep)
         ctx.scale = 1.0 / (1.0 - p)
-        return x.mul(keep).mul_(ctx.scale)  # a product, as nn.Dropout's (a dropped NaN stays NaN); faster than a masked fill
+        return x.mul(keep).mul_(ctx.scale)  # a product, as nn.Dropout's (NaN stays NaN), faster than a masked fill
 
     @staticmethod
     @once_differentiable

@@ -94,7 +94,8 @@ def test_attention_written_out_is_sdpas_math_and_drops_weights_with_probability_
     monkeypatch.setattr(cpu_routes, "dropout", lambda x, p, training: x)  # the weights undropped: SDPA's values
     out = cpu_routes.attention(q, k, v, mask, 0.3)
     assert torch.allclose(out, ref, rtol=0, atol=1e-13)
-    assert all(torch.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(torch.autograd.grad(out, (q, k, v), g), ref_grads))
+    grads = torch.autograd.grad(out, (q, k, v), g)
+    assert all(torch.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(grads, ref_grads))
     seen = []
     monkeypatch.setattr(cpu_routes, "dropout", lambda x, p, training: seen.append((x.shape, p, training)) or x * 0)
     assert not cpu_routes.attention(q, k, v, mask, 0.3).any()  # every weight dropped: the output is 0
