@@ -22,6 +22,7 @@ from bench.speedcheck_case import model_config, optimizer_step
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate
 from mqan.model import build_model
+from mqan.precision import limit_kernel_cache
 from mqan.vectors import VectorSource
 from mqan.vocab import EOS_ID
 
@@ -80,6 +81,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     keep_large_blocks()
+    limit_kernel_cache()  # as train.precision does on a CPU (mqan/precision.py)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     started = record.begin("bench.cpu_profile")

@@ -4,7 +4,7 @@ on this machine's CPU. The shapes are those of the paper's batches (token budget
 ~240 tokens in batches of ~40, questions of ~20; SST rows of ~30 in batches of ~200; decoding batches of 256).
 The rule in mqan/unpacked.py (`path`) follows from this table: docs/results/profiles/lstm_paths.md.
 
-    python -m bench.lstm_paths                     # the table, 3 repeats per cell (min taken)
+    python -m bench.lstm_paths                     # the table: paths interleaved, median of 5 repeats
     python -m bench.lstm_paths --record /tmp/lstm_paths.json
     python -m bench.lstm_paths --page docs/results/profiles/lstm_paths.md   # the page, with command, commit and load
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from pathlib import Path
 
@@ -25,12 +26,16 @@ from mqan import unpacked
 from mqan.layers import BiLSTM
 from mqan.packing import Packing
 
-# (name, batch, width, d_in): the encoder's BiLSTMs on paper-shaped batches
-SHAPES = [("squad context, BiLSTM_ind", 40, 240, 200), ("squad context, compression", 40, 240, 800),
-          ("squad question", 40, 20, 200), ("sst context", 200, 30, 200), ("sst question", 200, 6, 200),
-          ("mid: 64 wide", 120, 64, 200), ("mid: 100 wide", 80, 100, 200),
-          ("decode squad context", 256, 160, 200), ("decode sst context", 256, 30, 200), ("tiny", 4, 8, 16)]
+BOTH, EVAL = ("train", "eval"), ("eval",)  # decoding's encoder runs without gradients: eval only
+# (name, batch, width, d_in, modes): the encoder's BiLSTMs on paper-shaped batches
+SHAPES = [("squad context, BiLSTM_ind", 40, 240, 200, BOTH), ("squad context, compression", 40, 240, 800, BOTH),
+          ("squad question", 40, 20, 200, BOTH), ("sst context", 200, 30, 200, BOTH),
+          ("sst context, compression", 200, 30, 800, BOTH), ("sst question", 200, 6, 200, BOTH),
+          ("short: 12 wide", 100, 12, 200, BOTH), ("mid: 64 wide", 120, 64, 200, BOTH),
+          ("mid: 100 wide", 80, 100, 200, BOTH), ("decode squad context", 256, 160, 200, EVAL),
+          ("decode sst context", 256, 30, 200, EVAL), ("tiny", 4, 8, 16, BOTH)]
 PATHS = ("packed", "directions", "staircase")
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
 def batch(B: int, L: int, d_in: int, seed: int = 0):
@@ -54,29 +59,36 @@ def run(bilstm: BiLSTM, x: torch.Tensor, packing: Packing, path: str, train: boo
             out.sum().backward()
 
 
-def timed(fn, repeats: int) -> float:
-    fn()  # warm-up: oneDNN builds its kernels for the shape
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
+def interleaved(fns: dict, repeats: int, clock=time.perf_counter) -> dict[str, float]:
+    """Each of `fns` once untimed (oneDNN builds its kernels for the shape), then `repeats` rounds that run every
+    path once each, the order rotated per round (a burst of load hits each path alike): the median per path.
+    `clock`: wall time, or the process's CPU time (time.process_time), which time spent waiting for a core
+    under other processes' load does not stretch."""
+    for fn in fns.values():
         fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    times = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t = clock()
+            fns[name]()
+            times[name].append(clock() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def measure(repeats: int) -> list[dict]:
+def measure(repeats: int, clock=time.perf_counter) -> list[dict]:
     rows = []
-    for name, B, L, d_in in SHAPES:
+    for name, B, L, d_in, modes in SHAPES:
         torch.manual_seed(0)
         bilstm = BiLSTM(d_in, 200)
         x, packing = batch(B, L, d_in)
-        for train in (True, False):
+        for mode in modes:
             row = {"shape": name, "batch": B, "width": L, "d_in": d_in, "segments": len(packing.segments),
-                   "mode": "train" if train else "eval"}
-            for path in PATHS:
-                row[path] = timed(lambda: run(bilstm, x, packing, path, train), repeats)
+                   "mode": mode, "load": record.load()}
+            fns = {path: (lambda p=path: run(bilstm, x, packing, p, mode == "train")) for path in PATHS}
+            row.update(interleaved(fns, repeats, clock))
             rows.append(row)
-            print(table([row], header=len(rows) == 1), flush=True)
+            print(table([row], header=len(rows) == 1), f"load {row['load']}", flush=True)
     return rows
 
 
@@ -92,18 +104,22 @@ def table(rows: list[dict], header: bool = True) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--clock", choices=CLOCKS, default="wall",
+                    help="wall time, or CPU time (with one thread and OMP_WAIT_POLICY=PASSIVE: the work, which "
+                         "other processes' load stretches little)")
     ap.add_argument("--record", type=Path, help="write the figures as a JSON record (bench/record.py)")
     ap.add_argument("--page", type=Path, help="write the table as a Markdown page")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     started = record.begin("bench.lstm_paths")
     print(f"load {os.getloadavg()}, {args.threads} threads; x = packed time / the path's time")
-    rows = measure(args.repeats)
+    rows = measure(args.repeats, CLOCKS[args.clock])
     print(f"load after {os.getloadavg()}")
     if args.record:
-        record.write(args.record, started, {"repeats": args.repeats, "threads": args.threads}, {"rows": rows})
+        record.write(args.record, started, {"repeats": args.repeats, "threads": args.threads, "clock": args.clock,
+                                            "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY")}, {"rows": rows})
     if args.page:
         args.page.write_text(page(started, rows, args), encoding="utf-8")
     return 0
@@ -113,11 +129,12 @@ def page(started: dict, rows: list[dict], args) -> str:
     m = started["machine"]
     return (f"# BiLSTM paths on the CPU: packed against unpacked (mqan/unpacked.py)\n\n"
             f"Generated by `{started['command']}` at commit {started['commit']}, {started['date']}; {m['cpu']}, "
-            f"{m['cores']} cores, {args.threads} threads, fp32, best of {args.repeats}. Load average before "
+            f"{m['cores']} cores, {args.threads} thread{'s' if args.threads > 1 else ''}, fp32, paths interleaved, "
+            f"median of {args.repeats} repeats of {'CPU' if args.clock == 'cpu' else 'wall'} time. Load average before "
             f"{started['load_before']}, after {record.load()}: a shared machine, so the ratios are rough.\n\n"
-            f"Seconds per call of one BiLSTM (hidden 100 per direction), forward + backward (train) or forward only "
-            f"(eval); (x) = packed / the path. The rule in `mqan.unpacked.path`: on a CPU, rows padded to "
-            f"{unpacked.LONG} or more run unpacked (`directions`, or `staircase` where the final state is used), "
+            f"Seconds ({args.clock} clock) per call of one BiLSTM (hidden 100 per direction), forward + backward "
+            f"(train) or forward only (eval); (x) = packed / the path. The rule in `mqan.unpacked.path`: on a CPU, "
+            f"rows padded to {unpacked.LONG} or more run unpacked (`directions`, or `staircase` where the final state is used), "
             f"shorter rows stay packed.\n\n" + table(rows) + "\n")
 
 

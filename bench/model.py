@@ -425,8 +425,8 @@ def main(argv=None) -> int:
         keep_large_blocks()
     global DEVICE
     DEVICE = torch.device(args.device)
-    if args.precision == "bf16" and DEVICE.type == "cpu":
-        precisions.limit_kernel_cache()  # as train.precision=bf16 does
+    if DEVICE.type == "cpu":
+        precisions.limit_kernel_cache()  # as train.precision does on a CPU
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     if not (args.raw / "squad" / "dev-v1.1.json").exists():

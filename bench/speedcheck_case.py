@@ -79,8 +79,8 @@ def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim
     exactly `decode_steps` steps -> (seconds, examples, steps); collation and the copy to the device are
     outside the timed region, which ends with a device synchronize."""
     chosen, recompute, graphs, device = parse_options(options, mode)
-    if chosen == "bf16" and device.type == "cpu":
-        precision.limit_kernel_cache()  # as train.precision=bf16 does (mqan/precision.py)
+    if device.type == "cpu":
+        precision.limit_kernel_cache()  # as train.precision does on a CPU (mqan/precision.py)
     if not default_malloc:
         keep_large_blocks()
     model, vocab = build(itos, generative, seed, head_dim, recompute)

@@ -16,6 +16,8 @@ from deca.config import ModelConfig
 from mqan.batch import Sequences
 from mqan import packing as packing_module
 from mqan import unpacked
+from mqan import cpu_routes
+from mqan.cpu_routes import Dropout
 from mqan.packing import Packing
 
 
@@ -32,7 +34,7 @@ class BiLSTM(nn.Module):
         super().__init__()
         if d_out % 2:
             raise ValueError(f"BiLSTM output size must be even, got {d_out}")
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.rnn = nn.LSTM(d_in, d_out // 2, num_layers=layers, bidirectional=True, batch_first=True,
                            dropout=dropout if layers > 1 else 0.0)
 
@@ -121,8 +123,7 @@ class MultiHead(nn.Module):
     def forward(self, x: torch.Tensor, kv, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x [B, Lx, d] attends to kv=(keys, values) [B, H, Ly, k]; mask broadcastable to [B, H, Lx, Ly]."""
         q = self._split(self.wx(x))
-        out = F.scaled_dot_product_attention(q, kv[0], kv[1], attn_mask=mask,
-                                             dropout_p=self.p if self.training else 0.0)  # [B, H, Lx, k]
+        out = cpu_routes.attention(q, kv[0], kv[1], mask, self.p if self.training else 0.0)  # [B, H, Lx, k]
         return self.wo(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], self.h * self.k))
 
     def attend_one(self, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -149,7 +150,7 @@ class FeedForward(nn.Module):
 
     def __init__(self, d: int, f: int, dropout: float):
         super().__init__()
-        self.u, self.v, self.drop = nn.Linear(d, f), nn.Linear(f, d), nn.Dropout(dropout)
+        self.u, self.v, self.drop = nn.Linear(d, f), nn.Linear(f, d), Dropout(dropout)
 
     def forward(self, x):
         return self.v(self.drop(F.relu(self.u(x))))
@@ -163,7 +164,7 @@ class EncoderLayer(nn.Module):
         self.attn = MultiHead(d, heads, head_dim, dropout)
         self.ff = FeedForward(d, f, dropout)
         self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """x [B, L, d], mask [B, L] -> [B, L, d]."""
@@ -239,7 +240,7 @@ class DecoderLayer(nn.Module):
         self.ctx_attn = MultiHead(d, heads, head_dim, dropout)
         self.ff = FeedForward(d, f, dropout)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x, memory, memory_mask, cache: KVCache | None = None, index: int = 0):
         """x [B, T, d] (T = 1 with a cache); memory: C_fin [B, L, d]; memory_mask [B, L]. Returns [B, T, d].
@@ -280,7 +281,7 @@ class DecoderLSTM(nn.Module):
     def __init__(self, d_in: int, d: int, layers: int, dropout: float):
         super().__init__()
         self.cells = nn.ModuleList(nn.LSTMCell(d_in if i == 0 else d, d) for i in range(layers))
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, state):
         """x [B, d_in]; state = (h, c) each [layers, B, d] -> (top h [B, d], new state)."""
@@ -329,7 +330,7 @@ class Arm(nn.Module):
         d, p = cfg.dimension, cfg.dropout
         self.recompute = cfg.recompute_encoder
         self.compress = BiLSTM(d_in, d, cfg.rnn_layers, p)
-        self.drop = nn.Dropout(p)
+        self.drop = Dropout(p)
         self.layers = nn.ModuleList(EncoderLayer(d, cfg.ff_hidden, cfg.heads, head_dim, p)
                                     for _ in range(cfg.transformer_layers))
         self.final = BiLSTM(d, d, cfg.rnn_layers, p)

@@ -30,7 +30,8 @@ Where the paper is silent or the original code differs, this module follows the 
   context's last BiLSTM, c~_0 = 0, positions start at 0, W_v has a bias; post-norm residual layers;
 - dropout (App. D, "generally after any linear transformation"): on inputs to every LSTM, on C_com before
   the first self-attention layer, on attention weights, on each residual branch, inside the feed-forward
-  layers, on A_proj + PE, on the switch inputs (Eq. 12) and before W_v;
+  layers, on A_proj + PE, on the switch inputs (Eq. 12) and before W_v (on a CPU not Intel's, its mask is
+  drawn by mqan/cpu_routes.py, as is greedy decoding's product with W_v);
 - input features: see mqan/inputs.py (every token featurized from its string; the paper's frozen GloVe +
   char n-grams, optionally with trained parts); word dropout (not in the paper) hides context tokens only.
 """
@@ -46,6 +47,7 @@ from deca.config import ModelConfig
 from mqan import greedy, mixture
 from mqan.batch import Batch, Sequences
 from mqan.decoding import Attended, Encoded, Step
+from mqan.cpu_routes import Dropout, VocabProjection
 from mqan.greedy import GreedyOutput
 from mqan.inputs import Featurizer, InputEmbedding
 from mqan.layers import (Arm, BiLSTM, Coattention, DecoderLayer, DecoderLSTM, KVCache, PointerAttention,
@@ -113,7 +115,7 @@ class MQAN(nn.Module):
             raise ValueError("the featurizer's char n-gram buckets differ from model.char_ngram_buckets")
         self.embed = InputEmbedding(vocab.itos, self.generative_size, featurizer, cfg.embedding_dim,
                                     cfg.char_ngram_dim, cfg.embedding_init_std)
-        self.drop = nn.Dropout(p)
+        self.drop = Dropout(p)
         self.enc_proj = nn.Linear(self.embed.dim, d)  # W1, Eq. 15
         self.dec_proj = nn.Linear(self.embed.dim, d)  # W2, Eq. 2
         self.encode_ind = BiLSTM(d, d, cfg.rnn_layers, p)  # shared BiLSTM_ind, Eq. 16
@@ -130,7 +132,7 @@ class MQAN(nn.Module):
             self.question_arm = Arm(4 * d, cfg, head_dim)
             self.question_attn = PointerAttention(d)
             self.question_switch = nn.Linear(3 * d, 1)  # lambda, Eq. 12
-        self.out = nn.Linear(d, self.generative_size)  # W_v, Eq. 11
+        self.out = VocabProjection(d, self.generative_size)  # W_v, Eq. 11 (an nn.Linear)
 
     # ---- encoder -------------------------------------------------------------------------------------
     def _embed_input(self, seq: Sequences, features) -> torch.Tensor:

@@ -19,7 +19,11 @@ A CPU without bf16 units (AVX-512 BF16 or AMX) would run bf16 emulated, slower t
 bf16 on a CPU runs its products through oneDNN, which caches a compiled kernel per shape (1,024 by default).
 Token-budget batches come in many shapes, and the cache grew a GloVe-recipe SST run's peak RSS from 1.5 GB
 (fp32) to 2.3 GB; `resolve` lowers the cache to 64 kernels unless $ONEDNN_PRIMITIVE_CACHE_CAPACITY is set
-(measured: 1.5 GB and no slower; docs/results/precision.md).
+(measured: 1.5 GB and no slower; docs/results/precision.md). fp32 on a CPU builds oneDNN kernels per shape too: the
+unpacked BiLSTMs (mqan/unpacked.py; the staircase makes one forward and one backward kernel per distinct row
+length), so the cap holds for every precision on a CPU: at 64, BiLSTM calls over 30 random SQuAD-shaped batches
+peaked at 0.79 GB RSS against 0.90 GB and rising with the default 1,024, in 38.0 against 36.9 CPU seconds
+(one thread, load ~12; token-budget batches seldom repeat a shape, so the cache seldom hits).
 """
 from __future__ import annotations
 
@@ -67,14 +71,14 @@ def resolve(value: str, device: torch.device, where: str, choices: tuple[str, ..
     if value == "int8" and device.type != "cpu":
         log.warning("%s: int8 is a CPU option (fbgemm); fp32 runs on %s", where, device)
         return "fp32"
-    if value == "bf16" and device.type == "cpu":
+    if device.type == "cpu":
         limit_kernel_cache()
     return value
 
 
 def limit_kernel_cache() -> None:
-    """Cap oneDNN's per-shape kernel cache for bf16 on a CPU (module docstring), unless the environment sets it.
-    oneDNN reads the variable when it builds its first kernel, so this must come before the first bf16 step."""
+    """Cap oneDNN's per-shape kernel cache on a CPU (module docstring), unless the environment sets it. oneDNN
+    reads the variable when it builds its first kernel, so this must come before the first step."""
     os.environ.setdefault(ONEDNN_CACHE, str(ONEDNN_CACHE_KERNELS))
 
 
@@ -91,6 +95,8 @@ def quantized(model: torch.nn.Module) -> torch.nn.Module:
     in a shallow copy of the model)."""
     clone = copy.copy(model)
     clone._modules = dict(model._modules)  # noqa: SLF001  (a shallow copy that does not share its module table)
-    clone._modules["out"] = quantize_dynamic(torch.nn.Sequential(model.out), {torch.nn.Linear: default_dynamic_qconfig},
+    plain = torch.nn.Linear(model.out.in_features, model.out.out_features, model.out.bias is not None)
+    plain.weight, plain.bias = model.out.weight, model.out.bias  # W_v as a plain nn.Linear, which quantize_dynamic maps
+    clone._modules["out"] = quantize_dynamic(torch.nn.Sequential(plain), {torch.nn.Linear: default_dynamic_qconfig},
                                              dtype=torch.qint8)[0]
     return clone

@@ -25,6 +25,6 @@ def test_each_path_runs_forward_and_backward_on_a_batch_of_mixed_lengths():
 def test_the_page_gives_the_command_the_load_and_the_rule():
     row = {"shape": "s", "batch": 2, "width": 9, "d_in": 4, "segments": 2, "mode": "train", "packed": 2.0,
            "directions": 0.5, "staircase": 1.0}
-    text = lstm_paths.page(record.begin("bench.lstm_paths", []), [row], argparse.Namespace(threads=2, repeats=3))
+    text = lstm_paths.page(record.begin("bench.lstm_paths", []), [row], argparse.Namespace(threads=2, repeats=3, clock="wall"))
     assert "python -m bench.lstm_paths" in text and "Load average" in text and f"padded to {unpacked.LONG}" in text
     assert "| s | 2 x 9, 4 | 2 | train | 2.0000 | 0.5000 (4.0) | 1.0000 (2.0) |" in text

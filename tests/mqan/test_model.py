@@ -328,9 +328,7 @@ def test_training_mode_applies_every_dropout_the_paper_places(monkeypatch):
     """App. D's dropout, counted in one training forward of MQAN (the reference test runs in eval mode and
     would not see a dropout removed): on the inputs of every LSTM, on C_com, on attention weights, on each
     residual branch and inside the feed-forward layers, on A_proj + PE, on the switch inputs and before W_v."""
-    from torch.nn import functional as F
-
-    from mqan import layers
+    from mqan import cpu_routes
 
     p = 0.2
     model = tiny_model("mqan", dropout=p).train()
@@ -339,13 +337,13 @@ def test_training_mode_applies_every_dropout_the_paper_places(monkeypatch):
         if isinstance(module, torch.nn.Dropout):
             assert module.p == p, name
             module.register_forward_hook(lambda m, i, o, name=name: calls.__setitem__(name, calls.get(name, 0) + 1))
-    attention_p, original = [], F.scaled_dot_product_attention
+    attention_p, original = [], cpu_routes.attention
 
-    def sdpa(*args, dropout_p=0.0, **kw):
-        attention_p.append(dropout_p)
-        return original(*args, dropout_p=dropout_p, **kw)
+    def attention(q, k, v, mask, p):
+        attention_p.append(p)
+        return original(q, k, v, mask, p)
 
-    monkeypatch.setattr(layers.F, "scaled_dot_product_attention", sdpa)
+    monkeypatch.setattr(cpu_routes, "attention", attention)
     batch = collate(random_rows(4), VOCAB)
     model(batch)
     T = batch.answer_targets.shape[1]

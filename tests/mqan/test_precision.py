@@ -94,13 +94,12 @@ def test_bf16_without_bf16_units_says_so_and_runs_fp32(monkeypatch, caplog):
         precision.resolve("int8", CPU, "train.precision")  # decoding only
 
 
-def test_bf16_on_a_cpu_caps_onednns_kernel_cache_unless_the_environment_sets_it(monkeypatch):
+def test_every_precision_on_a_cpu_caps_onednns_kernel_cache_unless_the_environment_sets_it(monkeypatch):
     monkeypatch.setattr(precision, "bf16_supported", lambda device: True)
-    monkeypatch.delenv(precision.ONEDNN_CACHE, raising=False)
-    assert precision.resolve("fp32", CPU, "train.precision") == "fp32"
-    assert precision.ONEDNN_CACHE not in os.environ  # fp32 leaves oneDNN as it is
-    assert precision.resolve("bf16", CPU, "train.precision") == "bf16"
-    assert os.environ[precision.ONEDNN_CACHE] == str(precision.ONEDNN_CACHE_KERNELS)
+    for name in ("fp32", "bf16"):
+        monkeypatch.delenv(precision.ONEDNN_CACHE, raising=False)
+        assert precision.resolve(name, CPU, "train.precision") == name
+        assert os.environ[precision.ONEDNN_CACHE] == str(precision.ONEDNN_CACHE_KERNELS)
     monkeypatch.setenv(precision.ONEDNN_CACHE, "8")
     precision.resolve("bf16", CPU, "train.precision")
     assert os.environ[precision.ONEDNN_CACHE] == "8"  # the user's setting wins
