@@ -39,22 +39,24 @@ run: $(STAMP)
 ## The test suite in two lanes, each a test file at a time on two workers (pytest-xdist; most slow tests wait on
 ## child processes, so two cores finish sooner): the fast lane (everything not marked slow), then the slow lane
 ## (Ray, the DVC pipeline, servers), which runs even when the fast lane failed; `make test` fails if either did.
-## Each lane prints its slowest tests. TEST_WORKERS=0 runs them in this one process.
+## Each lane prints its slowest tests. TEST_WORKERS=0 runs them in this one process. The slow lane takes one
+## worker more (SLOW_WORKERS): its tests spend much of their time waiting on Ray, DVC and server processes.
 TEST_WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile
+SLOW_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,3)
+PYTEST := $(BIN)/python -m pytest -q --durations=15 --dist loadfile
 test: $(STAMP)
-	@fast=0; $(PYTEST) -m "not slow" || fast=$$?; \
-	slow=0; $(PYTEST) -m slow || slow=$$?; \
+	@fast=0; $(PYTEST) -n $(TEST_WORKERS) -m "not slow" || fast=$$?; \
+	slow=0; $(PYTEST) -n $(SLOW_WORKERS) -m slow || slow=$$?; \
 	echo "fast lane: $$( [ $$fast = 0 ] && echo passed || echo FAILED ), slow lane: $$( [ $$slow = 0 ] && echo passed || echo FAILED )"; \
 	[ $$fast = 0 ] && [ $$slow = 0 ]
 
 ## The developer's loop: every test not marked slow (no Ray cluster, no DVC pipeline, no servers under load).
 test-fast: $(STAMP)
-	$(PYTEST) -m "not slow"
+	$(PYTEST) -n $(TEST_WORKERS) -m "not slow"
 
 ## The slow lane alone.
 test-slow: $(STAMP)
-	$(PYTEST) -m slow
+	$(PYTEST) -n $(SLOW_WORKERS) -m slow
 
 ## Every generated page of docs/results and the README's results index, from their records
 ## (docs/results/records/, experiments/results/); the tests fail when a committed page differs.
