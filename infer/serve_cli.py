@@ -50,6 +50,7 @@ from deca.runs import MODEL_URI, add_model_arguments, resolve_checkpoint
 from infer.limits import MAX_CONTEXT_CHARS, InputLimits
 from infer.serve.engine import BATCH_TOKENS, SLICE_MS, Predictor
 from infer.serve.schema import Limits
+from infer.serve.webhook import AliasHook, Registration, add_hook_route, webhook_options
 from mqan.allocator import keep_large_blocks
 
 GRACE_S = 30.0  # infer.serve.app.GRACE_S, without importing FastAPI for --help
@@ -136,8 +137,6 @@ def check(args: argparse.Namespace):
         from infer.serve.follow import check_follow
 
         check_follow(args.model, args.follow, args.ray)
-    from infer.serve.webhook import webhook_options
-
     webhook_options(args.webhook, args.follow)
     from mqan.precision import DECODING, check as check_precision
 
@@ -198,7 +197,6 @@ def follow(backend, app, args: argparse.Namespace, store: str, load) -> None:
     """An AliasFollower of --model swapping new versions into `backend` while `app` runs; with --webhook, the
     route the tracking server pushes alias moves to, and the webhook registered there meanwhile."""
     from infer.serve.follow import AliasFollower, log
-    from infer.serve.webhook import AliasHook, Registration, add_hook_route, webhook_options
 
     match = MODEL_URI.fullmatch(args.model)
     follower = AliasFollower(match["name"], match["alias"], store, backend.current.version, load, backend.swap,

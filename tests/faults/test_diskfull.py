@@ -30,7 +30,7 @@ def worker(tmp: Path, work: Callable[[Path], None]) -> Iterator[str]:
 
     from train import driver
 
-    def fit_in_thread(trainer, stop=None):
+    def fit_in_thread(trainer, stop=None, watch=None):
         try:
             work(tmp / "checkpoints" / RUN)
         except Exception as exc:  # noqa: BLE001 - what Ray Train does with a worker's error

@@ -39,7 +39,7 @@ def test_a_full_disk_in_a_worker_keeps_the_checkpoint(tmp_path, observed):
     run_dir = tmp_path / "checkpoints" / RUN
     target = run_dir / "checkpoint_000002" / "state.pt"
 
-    def worker_fails(trainer, stop=None):
+    def worker_fails(trainer, stop=None, watch=None):
         (run_dir / "checkpoint_000001").mkdir(parents=True)
         (run_dir / "checkpoint_000001" / "state.pt").write_bytes(b"kept")
         (run_dir / "checkpoint_manager_snapshot.json").write_text(  # Ray Train registered it

@@ -239,8 +239,8 @@ def train_argv(tmp: Path, *more: str) -> list[str]:
 
 @contextlib.contextmanager
 def no_ray(tmp: Path, started: list[str]) -> Iterator[str]:
-    """No Ray inside the block (start_ray records that it was called), a Ray that has 2 CPUs for the resource
-    check, MLflow in tmp/mlflow.db; yields the tracking URI."""
+    """No Ray inside the block (start_ray records that it was called), a Ray of one node with 2 CPUs for the
+    resource check, MLflow in tmp/mlflow.db; yields the tracking URI."""
     import ray
 
     from train import driver
@@ -248,7 +248,8 @@ def no_ray(tmp: Path, started: list[str]) -> Iterator[str]:
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     with environment(MLFLOW_TRACKING_URI=uri), patched(driver, "start_ray", lambda params: started.append("ray")
                                                        or False), \
-            patched(ray, "cluster_resources", lambda: {"CPU": 2.0}):
+            patched(ray, "cluster_resources", lambda: {"CPU": 2.0}), \
+            patched(ray, "nodes", lambda: [{"Alive": True, "Resources": {"CPU": 2.0}}]):
         yield uri
 
 
