@@ -390,31 +390,46 @@ def fit_in_thread(trainer, stop: threading.Event | None = None, watch: Callable[
     own, which ends the process with status 0 or 1, no message, and the MLflow run left RUNNING; from a
     thread it does not, and Ctrl-C reaches `fit` as KeyboardInterrupt (the run is marked KILLED, Ray is
     shut down, and the checkpoints written so far are kept for `--resume`). In local mode the training runs
-    in that thread itself: `stop` (see local_mode.StopWhenSet) ends it at its next step, waited for 10 s.
+    in that thread itself: `stop` (see local_mode.StopWhenSet) ends it at its next step (stop_local).
     `watch` is called every half second while it runs (an elastic run's MinWorkersWatch: its error ends the run)."""
     box: dict[str, Any] = {}
+    ended = threading.Event()  # not thread.is_alive(): a join that Ctrl-C interrupted can leave it False early
 
     def target() -> None:
         try:
             box["result"] = trainer.fit()
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             box["error"] = exc
+        finally:
+            ended.set()
 
-    thread = threading.Thread(target=target, name="ray-train-fit", daemon=True)
-    thread.start()
+    threading.Thread(target=target, name="ray-train-fit", daemon=True).start()
     try:
-        while thread.is_alive():
-            thread.join(0.5)
+        while not ended.wait(0.5):
             if watch is not None:
                 watch()
     except BaseException:
         if stop is not None:
-            stop.set()
-            thread.join(10)
+            stop_local(ended, stop)
         raise
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def stop_local(ended: threading.Event, stop: threading.Event) -> None:
+    """End a local-mode training thread at its next step and wait until it has `ended`, however long a loaded
+    machine takes: a process that exits while that thread is inside torch aborts ("terminate called without an
+    active exception", status -6) instead of leaving its run KILLED and resumable. A second Ctrl-C quits at
+    once (status 130, the MLflow run left RUNNING; `--resume` still continues from the last checkpoint)."""
+    stop.set()
+    print("stopping at the end of this step (Ctrl-C again to quit at once)", file=sys.stderr, flush=True)
+    try:
+        while not ended.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
 
 
 def build_trainer(params: Params, run_name: str, config: dict[str, Any]):

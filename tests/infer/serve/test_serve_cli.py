@@ -146,6 +146,18 @@ def calls_in_flight(url: str, count: int, timeout: float = 60, done=lambda: Fals
         time.sleep(0.05)
 
 
+def replicas_hold(url: str, count: int, timeout: float = 60, done=lambda: False) -> None:
+    """Wait until Serve's replicas together hold `count` calls (each GET /health names its replica and that
+    replica's calls in flight; the latest count of each is summed), or until `done()`."""
+    seen: dict[str, int] = {}
+    deadline = time.monotonic() + timeout
+    while not done() and sum(seen.values()) != count:
+        assert time.monotonic() < deadline, f"the replicas did not hold {count} calls within {timeout} s: {seen}"
+        body = http(f"{url}/health", timeout=10)[1]
+        seen[body["replica"]] = body["calls_in_flight"]
+        time.sleep(0.05)
+
+
 def answered_or_refused(results: list) -> list[int]:
     """The statuses of `results`, after checking each is an answer or a 503 with Retry-After and a JSON error."""
     for status, body, headers in results:
@@ -205,7 +217,9 @@ def test_sigterm_answers_what_finishes_in_the_grace_and_503s_the_rest(checkpoint
             calls_in_flight(url, 5, done=calls[-1].done)
             proc.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
-            assert new_calls_refused(url, within=2) == "connection refused"  # uvicorn has stopped listening
+            # uvicorn stops listening once the event loop handles the signal: at once on a quiet machine, later on
+            # a loaded CI, and always well before the heavy calls could end
+            assert new_calls_refused(url, within=10) == "connection refused"
             results = [c.result() for c in calls]
         code = proc.wait(timeout=60)
         took = time.monotonic() - signalled
@@ -217,7 +231,7 @@ def test_sigterm_answers_what_finishes_in_the_grace_and_503s_the_rest(checkpoint
     assert statuses[-1] == 200 and results[-1][1]["answer"]
     assert 503 in statuses[:4], statuses
     assert all(len(answers) == 64 for status, answers, _ in results[:4] if status == 200)
-    assert code == 0 and took < 20, (code, took, "".join(lines))
+    assert code == 0 and took < 30, (code, took, "".join(lines))
     assert "Traceback" not in "".join(lines), "".join(lines)
 
 
@@ -250,7 +264,7 @@ def test_sigterm_to_ray_serve_drains_both_replicas_and_exits_0(checkpoint):
                 assert time.monotonic() < deadline, "no call was in flight within 60 s"
                 time.sleep(0.05)
             calls.append(pool.submit(http, f"{url}/predict", light, timeout=180))
-            time.sleep(0.5)
+            replicas_hold(url, 5, done=calls[-1].done)  # the light call has reached a replica (or is answered)
             proc.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
             assert new_calls_refused(url, within=10) == "503"  # Serve's proxy listens until the replicas drained
