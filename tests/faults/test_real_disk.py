@@ -108,11 +108,13 @@ def test_a_real_full_disk_during_prepare_is_named_and_leaves_nothing(tmp_path):
         assert_named_and_nothing_left(done, target, disk)
 
 
-TRAINING = {  # what fills the disk first: (the settings, the file or folder named)
-    "the best model": (["train.val_every=2"], "best/model.pt"),
-    "Ray Train's checkpoint copy": (["train.val_every=0"], "checkpoint_00000002"),
-    "local mode's checkpoint copy": (["train.val_every=0", "train.num_workers=0", "train.max_failures=0"],
-                                     "checkpoint_00000002"),
+LOCAL = ["train.num_workers=0", "train.max_failures=0"]  # Ray Train's local mode: the same code, no worker
+# What fills the disk first: (the settings, the file or folder named). A full disk fails every attempt alike, so
+# no restart (max_failures 0: a restart's own path is tests/train/test_training_ray.py's).
+TRAINING = {
+    "the best model": (["train.val_every=2", *LOCAL], "best/model.pt"),
+    "Ray Train's checkpoint copy": (["train.val_every=0", "train.max_failures=0"], "checkpoint_00000002"),
+    "local mode's checkpoint copy": (["train.val_every=0", *LOCAL], "checkpoint_00000002"),
 }
 
 

@@ -1,5 +1,5 @@
-"""The DVC pipeline shared: a workspace reproduced with the paper's ten tasks only (data.tasks: decanlp, the
-pipeline a user who needs none of the extras runs), its outputs and run cache pushed to a DVC remote (a local
+"""The DVC pipeline shared: a workspace reproduced with three of the paper's tasks (TASKS: data.tasks, the vocabulary,
+training and evaluation, the pipeline of a user who picks tasks; a third of the stages of the ten), its outputs and run cache pushed to a DVC remote (a local
 directory set by infra/dvc/remote.sh), a git clone that pulls and reruns nothing and restores a run that only
 the run cache keeps; two strategies side by side through DVC's queue, compared with `deca compare`; one of them
 moved by `dvc exp push/pull`; last, two `dvc exp run` at once in the one workspace (a known failure of DVC's, a
@@ -19,17 +19,20 @@ from tests.infra.dvc_repo import BIN, QUICK, TIMEOUT, Repo, ran_stages, reproduc
 pytestmark = [pytest.mark.slow, pytest.mark.first]
 
 
+TASKS = ["squad", "sst", "schema"]
+PICKED = {"data": {"tasks": TASKS}, "prepare": {"vocab_tasks": TASKS}, "train": {"tasks": TASKS},
+          "evaluate": {"tasks": TASKS}}
 SQUAD_OPTION = {"prepare": {"task_options": {"squad": {"max_train_context_tokens": 60}}}}
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Repo:
-    """The pipeline of the ten tasks, reproduced and committed ("first run"); then prepare@squad run alone with
+    """The pipeline of TASKS, reproduced and committed ("first run"); then prepare@squad run alone with
     another option (SQUAD_OPTION), committed, and put back in the next commit: a run that no workspace shows, for a
     clone to restore from the run cache on the remote instead of running it (`repo.cached_squad`: the outputs it
     wrote). Committed because `dvc push --run-cache` leaves out a run's directory outputs that no commit's
     dvc.lock names (DVC 3: a clone then finds the run cache entry but not its files)."""
-    repo = reproduced(tmp_path_factory, "shared", {"data": {"tasks": ["decanlp"]}})
+    repo = reproduced(tmp_path_factory, "shared", PICKED)
     repo.commit("first run")
     repo.set_params(SQUAD_OPTION)
     repo.dvc("repro", "-s", "prepare@squad")
@@ -111,7 +114,7 @@ def test_two_strategies_side_by_side_through_the_queue_then_compare(repo, tmp_pa
     assert "fully_joint" in rows["joint"] and "anti_curriculum_squad" in rows["squad-first"]
     data = json.loads(out.with_suffix(".json").read_text())
     assert [r["label"] for r in data["rows"]] == ["joint", "squad-first"]
-    assert all(len(r["scores"]) == 10 and r["decascore"] == pytest.approx(sum(r["scores"].values()))
+    assert all(len(r["scores"]) == len(TASKS) and r["decascore"] == pytest.approx(sum(r["scores"].values()))
                for r in data["rows"])
     assert out.with_suffix(".md").read_text().count("|") > 20 and out.with_suffix(".png").stat().st_size > 0
     # the same runs, from MLflow: the queue's copies logged into the one store

@@ -1,13 +1,14 @@
-"""Ray Train integration (slow): four fits on the miniature data share one local Ray instance.
+"""Ray Train integration (slow): four fits on the miniature data, one of them on Ray workers.
 
-A  2 workers, custom schedule (sst alone for 4 iterations, then round-robin), a worker killed with
+A  2 Ray workers, custom schedule (sst alone for 4 iterations, then round-robin), a worker killed with
    os._exit right after iteration 6 on the first attempt: the run restarts from the iteration-4
    checkpoint, finishes, and MLflow holds every element (params, config and vocabulary artifacts,
    per-task losses, lr, throughput, validation metrics and decaScore, the phase change at iteration 4
    as metric and tag, the best checkpoint, plots).
-B  1 worker, same configuration, uninterrupted: its loss curve matches A's (same global batch) within
-   the tolerance below.
-C  1 worker stopped at iteration 8 (train.iterations=8), then `--resume`d to 16: the final weights
+B  one worker, same configuration, uninterrupted: its loss curve matches A's (same global batch) within
+   the tolerance below. B and C train in Ray Train's local mode, which trains the same weights as one Ray
+   worker (tests/train/test_local_mode.py), and cost no worker processes.
+C  one worker stopped at iteration 8 (train.iterations=8), then `--resume`d to 16: the final weights
    equal B's exactly (data order, schedule position, optimizer, scheduler and RNG states restored).
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ ITERATIONS = 16
 # dropout 0 they agree to float reduction order: tests/train/test_elastic_ray.py.)
 STEP_TOLERANCE = 0.25
 QUARTER_TOLERANCE = 0.10
+LOCAL = {"num_workers": 0, "max_failures": 0}  # Ray Train's local mode, for the runs that need no worker
 
 
 @pytest.fixture(scope="module")
@@ -102,12 +104,13 @@ def runs(ray_local, base):
     try:
         out = {
             "A": run(params, root, mp, "two-workers", fail_at=6, num_workers=2),
-            "B": run(params, root, mp, "one-worker"),
-            "C1": run(params, root, mp, "stopped", iterations=8),
+            "B": run(params, root, mp, "one-worker", **LOCAL),
+            "C1": run(params, root, mp, "stopped", iterations=8, **LOCAL),
         }
         out["C1 iteration"] = final_weights(out["C1"])[0]  # before the resumed run prunes it
         # the stopped run recorded iterations=8: continuing it further is an explicit --set
-        out["C2"] = run(params, root, mp, "stopped", resume=True, overrides={"train.iterations": ITERATIONS})
+        out["C2"] = run(params, root, mp, "stopped", resume=True, overrides={"train.iterations": ITERATIONS},
+                      **LOCAL)
     finally:
         mp.undo()
     return out, root
