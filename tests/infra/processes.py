@@ -9,6 +9,7 @@ temp dir, the params file): it never matches another test's or another user's pr
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -31,6 +32,16 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """`n` different TCP ports nothing listens on right now (each held until all are picked: `free_port` called
+    twice can return the same port, and a Ray node given one port for two components refuses to start)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(n)]
+        for s in sockets:
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in sockets]
 
 
 def child_env(**extra: str) -> dict[str, str]:

@@ -27,7 +27,7 @@ import torch
 
 from tests.conftest import ROOT
 from tests.infra.conftest import write_params
-from tests.infra.processes import VENV_BIN, Daemon, child_env, free_port, get_json, leftovers, sweep, wait_for
+from tests.infra.processes import VENV_BIN, Daemon, child_env, free_ports, get_json, leftovers, sweep, wait_for
 from train.resume import registered_checkpoints
 
 pytestmark = pytest.mark.slow
@@ -46,14 +46,15 @@ class LocalCluster:
 
     def __init__(self, root: Path, logs: Path, env: dict[str, str] | None = None):
         self.root, self.logs, self.env = root, logs, dict(env or {})  # `env`: more variables for every node
-        self.gcs_port, self.dashboard_port = free_port(), free_port()
+        self.gcs_port, self.dashboard_port = free_ports(2)
         self.dashboard = f"http://127.0.0.1:{self.dashboard_port}"
         self.daemons: dict[str, Daemon] = {}
 
     def _start(self, ip: str, head_args: list[str]) -> Daemon:
-        ports = [f"--{name}={free_port()}" for name in ("node-manager-port", "object-manager-port",
-                                                         "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
-                                                         "runtime-env-agent-port", "metrics-export-port")]
+        names = ["node-manager-port", "object-manager-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+                 "runtime-env-agent-port", "metrics-export-port"] + (["ray-client-server-port"] if ip == HEAD else [])
+        fresh = [port for port in free_ports(len(names) + 2) if port not in (self.gcs_port, self.dashboard_port)]
+        ports = [f"--{name}={port}" for name, port in zip(names, fresh)]
         argv = [str(VENV_BIN / "ray"), "start", *head_args, f"--node-ip-address={ip}", "--num-cpus=1",
                 f"--temp-dir={self.root / ip}", *ports, "--disable-usage-stats", "--block"]
         # every process of the node, workers included, inherits DECA_TEST_RAY_NODE: `leftovers` finds them by it
@@ -64,8 +65,7 @@ class LocalCluster:
 
     def start_head(self) -> Daemon:
         return self._start(HEAD, ["--head", f"--port={self.gcs_port}", "--include-dashboard=true",
-                                  "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
-                                  f"--ray-client-server-port={free_port()}"])
+                                  "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}"])
 
     def add_node(self, ip: str) -> Daemon:
         return self._start(ip, [f"--address={HEAD}:{self.gcs_port}"])
