@@ -152,9 +152,16 @@ def test_the_miniature_corpora_on_a_dask_cluster_are_the_bytes_of_the_local_runn
 
 def child_processes() -> set[int]:
     """This process's children, less multiprocessing's resource tracker (one per process that spawned any:
-    it stays until this process exits, whatever the job did)."""
-    return {p.pid for p in psutil.Process().children(recursive=True)
-            if "resource_tracker" not in " ".join(p.cmdline())}
+    it stays until this process exits, whatever the job did) and the dead (a zombie an earlier test in this
+    worker left has no command line; it is no process of the job's)."""
+    alive = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "resource_tracker" not in " ".join(p.cmdline()):
+                alive.add(p.pid)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            pass
+    return alive
 
 
 @pytest.mark.slow
