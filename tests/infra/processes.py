@@ -29,9 +29,7 @@ VENV_BIN = ROOT / ".venv" / "bin"
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    return free_ports(1, host)[0]
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:

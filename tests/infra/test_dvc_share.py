@@ -1,9 +1,10 @@
-"""The DVC pipeline shared: a workspace reproduced with three of the paper's tasks (TASKS: data.tasks, the vocabulary,
-training and evaluation, the pipeline of a user who picks tasks; a third of the stages of the ten), its outputs and run cache pushed to a DVC remote (a local
-directory set by infra/dvc/remote.sh), a git clone that pulls and reruns nothing and restores a run that only
-the run cache keeps; two strategies side by side through DVC's queue, compared with `deca compare`; one of them
-moved by `dvc exp push/pull`; last, two `dvc exp run` at once in the one workspace (a known failure of DVC's, a
-strict xfail: the fault bench's record reports it as not handled). The pipeline itself is tests/infra/test_dvc_repro.py.
+"""The DVC pipeline shared: a workspace reproduced with three of the paper's tasks (TASKS, as a user who picks tasks
+sets data.tasks, the vocabulary's, training's and evaluation's; half the stages of the ten), its outputs and run
+cache pushed to a DVC remote (a local directory set by infra/dvc/remote.sh), a git clone that pulls and reruns
+nothing and restores a run that only the run cache keeps; two strategies side by side through DVC's queue, compared
+with `deca compare`; one of them moved by `dvc exp push/pull`; last, two `dvc exp run` at once in the one workspace
+(a known failure of DVC's, a strict xfail: the fault bench's record reports it as not handled). The pipeline itself
+is tests/infra/test_dvc_repro.py.
 """
 from __future__ import annotations
 

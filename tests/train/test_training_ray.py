@@ -110,7 +110,7 @@ def runs(ray_local, base):
         out["C1 iteration"] = final_weights(out["C1"])[0]  # before the resumed run prunes it
         # the stopped run recorded iterations=8: continuing it further is an explicit --set
         out["C2"] = run(params, root, mp, "stopped", resume=True, overrides={"train.iterations": ITERATIONS},
-                      **LOCAL)
+                        **LOCAL)
     finally:
         mp.undo()
     return out, root
