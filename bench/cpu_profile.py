@@ -22,7 +22,7 @@ from bench.speedcheck_case import model_config, optimizer_step
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate
 from mqan.model import build_model
-from mqan.precision import limit_kernel_cache
+from mqan.precision import TRAINING, autocast, limit_kernel_cache
 from mqan.vectors import VectorSource
 from mqan.vocab import EOS_ID
 
@@ -46,7 +46,7 @@ def train_tables(model, data: dict, vocab, args) -> list[str]:
         b = collate(rows, vocab)
         out.append(f"## training step, {task}: {b.size} examples, context padded to {b.context.ext.shape[1]}, "
                    f"budget {args.budget} (forward, backward, clip_grad_norm, Adam)\n\n"
-                   + table(lambda: optimizer_step(model, opt, b, torch.device("cpu"), "fp32"), args.rows))
+                   + table(lambda: optimizer_step(model, opt, b, torch.device("cpu"), args.precision), args.rows))
     return out
 
 
@@ -56,18 +56,18 @@ def decode_tables(model, rows: dict, vocab, args) -> list[str]:
     out = []
     for task in ("squad", "sst"):
         b = collate(rows[task], vocab)
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast(torch.device("cpu"), args.precision):
             text = table(lambda: model.greedy(b, max_len=args.decode_steps), args.rows)
         out.append(f"## greedy decoding, {task}: {b.size} examples, context padded to {b.context.ext.shape[1]}, "
                    f"{args.decode_steps} steps\n\n" + text)
     return out
 
 
-def header(started: dict) -> str:
+def header(started: dict, precision: str) -> str:
     m = started["machine"]
     return (f"command: {started['command']}\ncommit: {started['commit']}\ndate: {started['date']}\n"
             f"cpu: {m['cpu']}, {m['cores']} cores, bf16 units: {m['bf16_units']}; torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads, fp32\nload before: {started['load_before']}; after: {record.load()}\n\n")
+            f"{torch.get_num_threads()} threads, {precision}\nload before: {started['load_before']}; after: {record.load()}\n\n")
 
 
 def main() -> int:
@@ -79,6 +79,8 @@ def main() -> int:
     ap.add_argument("--decode-steps", type=int, default=50)
     ap.add_argument("--rows", type=int, default=30, help="operators per table")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--precision", choices=TRAINING, default="fp32",
+                    help="bf16: autocast as train.precision runs it (needs bf16 units: mqan/precision.py)")
     args = ap.parse_args()
     keep_large_blocks()
     limit_kernel_cache()  # as train.precision does on a CPU (mqan/precision.py)
@@ -96,7 +98,7 @@ def main() -> int:
     train, decode = train_tables(model, data, vocab, args), decode_tables(model, rows, vocab, args)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, tables in (("cpu_train.txt", train), ("cpu_decode.txt", decode)):
-        (args.out / name).write_text(header(started) + "\n\n".join(tables) + "\n", encoding="utf-8")
+        (args.out / name).write_text(header(started, args.precision) + "\n\n".join(tables) + "\n", encoding="utf-8")
         print(f"wrote {args.out / name}")
     return 0
 

@@ -1,15 +1,18 @@
-"""Routes around two of PyTorch's CPU kernels on a CPU that is not Intel's: dropout's mask (aten's bernoulli_
-takes MKL's vectorized generator only on Intel, an element-by-element loop elsewhere; also inside attention,
-`attention`) and the fp32 product with
-W_v in greedy decoding (MKL's GEMM, measured slower than oneDNN's on this AMD EPYC; not measured on Intel, which
-keeps MKL). Each is the same computation: dropout's distribution and scaling, the product to fp32 rounding.
-On an Intel CPU, on a GPU, and wherever the conditions below do not hold, PyTorch's own kernels run.
+"""Routes around two of PyTorch's CPU kernels: dropout's mask on every CPU (aten's bernoulli_; also inside
+attention, `attention`) and, on a CPU that is not Intel's, the fp32 product with W_v in greedy decoding (MKL's
+GEMM, measured slower than oneDNN's on an AMD EPYC and no different on an Intel Xeon, which keeps MKL). Each is the
+same computation: dropout's distribution and scaling, the product to fp32 rounding. On a GPU, and wherever the
+conditions below do not hold, PyTorch's own kernels run.
 
 Dropout (`Dropout`, `dropout`). `nn.Dropout` draws its mask with `bernoulli_(1 - p)` into a float tensor; off
 Intel, PyTorch skips MKL's generator and draws element by element, one 64-bit number (two Mersenne Twister
 draws) and a double comparison each (aten's `bernoulli_scalar_kernel`, DistributionKernels.cpp): ~5.7% of a
 SQuAD-shaped training step (docs/results/profiles/cpu_train.txt). It then divides the mask by 1 - p and keeps
-that float mask for the backward pass, 4 bytes an element. Here the mask comes from random 32-bit integers,
+that float mask for the backward pass, 4 bytes an element. On Intel, MKL's generator draws the mask, and it is
+still slower: on an Intel Xeon with AMX (2 threads, quiet), dropout forward and backward of [287, 40, 200] took
+17.4-19.0 ms with `F.dropout` and 8.0-9.5 ms here, and attention with dropout ([50, 3, 150, 200], forward and
+backward) 88.7-93.6 ms with SDPA and 74.0-77.0 ms here; bernoulli_ was 12.7% of an SST-shaped training step
+there (`python -m bench.cpu_profile`). So every CPU takes this route. Here the mask comes from random 32-bit integers,
 two per 64-bit draw (`random_` over the full 64-bit range: the same serial generator, half as many draws): an
 element is kept when its integer is below round((1 - p) 2^32), so P(keep) is 1 - p within 2^-33 (bernoulli_'s
 double comparison: within 2^-53), each element independently, and kept elements are scaled by 1 / (1 - p):
@@ -48,7 +51,7 @@ from torch.nn import functional as F
 
 @functools.cache
 def intel_cpu() -> bool:
-    """Whether this machine's CPU is Intel's, where both routes leave PyTorch's kernels as they are."""
+    """Whether this machine's CPU is Intel's, where W_v's product keeps MKL (module docstring)."""
     info = Path("/proc/cpuinfo")
     return info.is_file() and "GenuineIntel" in info.read_text(encoding="utf-8", errors="replace")
 
@@ -67,7 +70,7 @@ def keep_mask(shape: torch.Size, p: float, device: torch.device | str = "cpu") -
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, p: float) -> torch.Tensor:
     """`F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)` (mask bool, True = attend, never a
     whole row masked), written out where its dropout would draw with bernoulli_ (module docstring)."""
-    if p == 0.0 or q.device.type != "cpu" or intel_cpu():
+    if p == 0.0 or q.device.type != "cpu":
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
     scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5  # [..., Lq, Lk]
     if mask is not None:
@@ -92,7 +95,7 @@ class _Dropout(torch.autograd.Function):
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """`F.dropout(x, p, training)`, the mask drawn by `keep_mask` on a CPU (module docstring)."""
-    if not training or p == 0.0 or p == 1.0 or x.device.type != "cpu" or intel_cpu():
+    if not training or p == 0.0 or p == 1.0 or x.device.type != "cpu":
         return F.dropout(x, p, training)
     if not 0.0 < p < 1.0:
         raise ValueError(f"dropout probability must be in [0, 1], got {p}")

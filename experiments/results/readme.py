@@ -37,7 +37,7 @@ INDEX = (
                          "a 13-gram shared with training data in {{woz_ngram}} WOZ and {{srl_ngram}} QA-SRL validation "
                          "examples, none in SST or MWSC."),
     ("speed.md", "**Speed and memory** side by side with the original MQAN (`../shared/speedcheck`, the same "
-                 "allocator for both): {{in_short}}; {{targets_met}} of issue 44's CPU targets met (every round of the latest session)."),
+                 "allocator for both): {{in_short}}; {{targets_met}} of issue 44's CPU targets met (every round of the latest session on each CPU)."),
     ("speedcheck_summary.md", "**Speedcheck rounds**: every process behind speed.md."),
     ("gpu.md", "**One GPU**: bf16 against fp32 on an H100 ({{speed_low}}-{{speed_high}}x fp32's speed, "
                "{{mem_train_low}}-{{mem_train_high}}x its training memory), and the SST recipe in bf16 there: "

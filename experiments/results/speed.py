@@ -47,38 +47,53 @@ def session_lines(sessions: list[speedcheck.Session]) -> str:
     return "\n".join(lines).rstrip()
 
 
-def latest_calm(sessions: list[speedcheck.Session], case: str, name: str = HEADLINE) -> tuple[str, speedcheck.Rounds | None]:
-    """The latest session's calm rounds of configuration `name` on `case` (its session name; None where none)."""
-    found = [(s.name, calm(r, s.machine["cores"])) for s in sessions for r in speedcheck.rounds(s)
+def cpus(sessions: list[speedcheck.Session]) -> list[str]:
+    """The CPU models the sessions ran on, in the order first measured (targets are judged per CPU model)."""
+    return list(dict.fromkeys(s.machine["cpu"] or "CPU model not recorded" for s in sessions))
+
+
+def on_cpu(sessions: list[speedcheck.Session], cpu: str | None) -> list[speedcheck.Session]:
+    """The sessions measured on `cpu` (every session for None)."""
+    return [s for s in sessions if cpu is None or (s.machine["cpu"] or "CPU model not recorded") == cpu]
+
+
+def latest_calm(sessions: list[speedcheck.Session], case: str, name: str = HEADLINE,
+                cpu: str | None = None) -> tuple[str, speedcheck.Rounds | None]:
+    """The latest session's calm rounds of configuration `name` on `case`, on `cpu` if given (its session name;
+    None where none)."""
+    found = [(s.name, calm(r, s.machine["cores"])) for s in on_cpu(sessions, cpu) for r in speedcheck.rounds(s)
              if r.case == case and s.meta["variants"].get(r.variant) == name]
     found = [(n, r) for n, r in found if r.original]
     return found[-1] if found else ("-", None)
 
 
 def targets_table(sessions: list[speedcheck.Session]) -> tuple[str, int, int]:
-    """Issue 44's targets against the headline configuration's latest calm rounds: median (min-max), met only
-    when every round meets the goal; how many are met, and of how many."""
+    """Issue 44's targets against the headline configuration's latest calm rounds on each CPU model: median
+    (min-max), met only when every round meets the goal; how many are met, and of how many."""
     rows, met = [], 0
-    for case in speedcheck.CASES:
-        goal = TARGETS[case.split()[0]]
-        who, found = latest_calm(sessions, case)
-        ok = found is not None and min(found.ratios()) >= goal
-        met += ok
-        rows.append([f"{case}: examples/s against the original", f">= x{goal:g}",
-                     ratio(found.summary()) if found else "-", f"{HEADLINE} ({who})", "met" if ok else "missed"])
-    for case in speedcheck.CASES:
-        base = [calm(r, s.machine["cores"]) for s in sessions if s.name == RSS_BASELINE
-                for r in speedcheck.rounds(s) if r.case == case and s.meta["variants"].get(r.variant) == HEADLINE]
-        if not base or not base[0].original:
-            continue  # no baseline recorded for this case: no memory target
-        goal = base[0].summary("peak_rss_gb")[0]
-        who, found = latest_calm(sessions, case)
-        ok = found is not None and max(found.ratios("peak_rss_gb")) <= goal
-        met += ok
-        rows.append([f"{case}: peak RSS against the original", f"<= {goal:.2f} ({RSS_BASELINE})",
-                     ratio(found.summary("peak_rss_gb"), prefix="") if found else "-", f"{HEADLINE} ({who})",
-                     "met" if ok else "missed"])
-    return table(["target (issue 44)", "goal", "measured: median (min-max)", "configuration", ""], rows, "llrll"), met, len(rows)
+    for cpu in cpus(sessions):
+        for case in speedcheck.CASES:
+            goal = TARGETS[case.split()[0]]
+            who, found = latest_calm(sessions, case, cpu=cpu)
+            if found is None:
+                continue
+            ok = min(found.ratios()) >= goal
+            met += ok
+            rows.append([f"{case}: examples/s against the original", f">= x{goal:g}", ratio(found.summary()),
+                         f"{cpu} ({who})", "met" if ok else "missed"])
+        for case in speedcheck.CASES:
+            base = [calm(r, s.machine["cores"]) for s in sessions if s.name == RSS_BASELINE
+                    for r in speedcheck.rounds(s) if r.case == case and s.meta["variants"].get(r.variant) == HEADLINE]
+            who, found = latest_calm(sessions, case, cpu=cpu)
+            if not base or not base[0].original or found is None:
+                continue  # no baseline recorded for this case (no memory target), or no run on this CPU
+            goal = base[0].summary("peak_rss_gb")[0]
+            ok = max(found.ratios("peak_rss_gb")) <= goal
+            met += ok
+            rows.append([f"{case}: peak RSS against the original", f"<= {goal:.2f} ({RSS_BASELINE})",
+                         ratio(found.summary("peak_rss_gb"), prefix=""), f"{cpu} ({who})", "met" if ok else "missed"])
+    return table(["target (issue 44)", "goal", "measured: median (min-max)", f"{HEADLINE} on: CPU (session)", ""],
+                 rows, "llrll"), met, len(rows)
 
 
 def params(sessions: list[speedcheck.Session], impl: str) -> str:
@@ -97,23 +112,23 @@ def calm(found: speedcheck.Rounds, cores: int) -> speedcheck.Rounds:
     return speedcheck.Rounds(found.variant, found.case, [o for o, _ in kept], [p for _, p in kept])
 
 
-def headline(sessions: list[speedcheck.Session], case: str, name: str = HEADLINE) -> str:
+def headline(sessions: list[speedcheck.Session], case: str, name: str = HEADLINE, cpu: str | None = None) -> str:
     """The median examples/s ratio (min-max) of configuration `name` on `case` over its calm rounds, from the
-    latest session that measured it ('-' where none)."""
-    found = [calm(r, s.machine["cores"]) for s in sessions for r in speedcheck.rounds(s)
-             if r.case == case and s.meta["variants"].get(r.variant) == name]
-    found = [r for r in found if r.original]
-    if not found:
+    latest session that measured it (on `cpu` if given; '-' where none)."""
+    _, found = latest_calm(sessions, case, name, cpu)
+    if found is None:
         return f"{case} -"
-    n = len(found[-1].original)
-    return f"{case} {ratio(found[-1].summary())} over {n} round{'' if n == 1 else 's'}"
+    n = len(found.original)
+    return f"{case} {ratio(found.summary())} over {n} round{'' if n == 1 else 's'}"
 
 
 def in_short(sessions: list[speedcheck.Session]) -> str:
-    """One sentence for the README's index: the headline configuration's median ratio of each case."""
-    parts = ", ".join(headline(sessions, case) for case in speedcheck.CASES)
+    """One sentence for the README's index: the headline configuration's median ratio of each case, on each
+    CPU model measured."""
+    parts = "; ".join(f"on {cpu}: " + ", ".join(headline(sessions, case, cpu=cpu) for case in speedcheck.CASES)
+                      for cpu in cpus(sessions))
     return (f"examples/s against the original, {HEADLINE}, median (min-max) over the rounds whose load stayed "
-            f"within the cores: {parts}")
+            f"within the cores, the latest session on each CPU: {parts}")
 
 
 def values() -> dict[str, str]:

@@ -106,3 +106,23 @@ def test_the_headline_is_one_named_configuration_over_its_calm_rounds(session_di
 
 def test_the_committed_headline_names_its_configuration():
     assert speed.in_short(speedcheck.sessions()).startswith(f"examples/s against the original, {speed.HEADLINE},")
+
+
+def test_each_cpu_model_is_judged_on_its_own_latest_session(session_dir, monkeypatch):
+    [intel] = speedcheck.sessions(session_dir)
+    monkeypatch.setattr(speed, "RSS_BASELINE", intel.name)
+    intel.meta["variants"] = {"main": speed.HEADLINE}
+    amd_results = [dict(r) for r in intel.results]
+    for r in amd_results:
+        if r["impl"] == "project":
+            r["examples_per_s"] = r["examples_per_s"] / 2  # x1.5 and x1.0: missed on this CPU
+    amd = speedcheck.Session("2026-11-27-y", {**intel.meta, "date": "2026-11-27"},
+                             {**intel.machine, "cpu": "AMD EPYC"}, amd_results)
+    speed_lines = [line for line in _train_sst_line([intel, amd]) if "examples/s" in line]
+    assert len(speed_lines) == 2
+    assert "Intel(R) Xeon(R) Processor (2026-11-26-x)" in speed_lines[0] and speed_lines[0].endswith("| met |")
+    assert "AMD EPYC (2026-11-27-y)" in speed_lines[1] and speed_lines[1].endswith("| missed |")
+    short = speed.in_short([intel, amd])
+    on_intel, on_amd = short.split("; on ")
+    assert "Intel(R) Xeon(R) Processor: " in on_intel and "train sst x2.50 (2.00-3.00)" in on_intel
+    assert on_amd.startswith("AMD EPYC: ") and "train sst x1.25 (1.00-1.50)" in on_amd
