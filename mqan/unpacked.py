@@ -27,7 +27,6 @@ from torch.nn import functional as F
 from mqan.packing import Packing, run_unpacked
 
 LONG = 64  # rows padded to this width or more run unpacked on a CPU (bench/lstm_paths.py)
-NARROW = 256  # in training, inputs this wide or narrower run `directions` at any width on a CPU (bench/lstm_paths.py)
 
 
 def path(x: torch.Tensor, packing: Packing, final_state: bool, layers: int) -> str:
@@ -35,21 +34,15 @@ def path(x: torch.Tensor, packing: Packing, final_state: bool, layers: int) -> s
 
     GPU: `directions` in fp32 where the final state is discarded (cuDNN's persistent kernels), else packed.
     CPU: where oneDNN runs the LSTM (fp32, bf16) and the rows are at least `LONG` wide, `directions`, or
-    `staircase` for the final state. Shorter rows run packed, but for `directions` in training (forward and
-    backward) on inputs no wider than `NARROW` (d = 200: BiLSTM_ind, the final BiLSTMs), measured x1.0-2.2
-    faster than packed there on an AMD EPYC and an Intel Xeon; wider inputs (the compression BiLSTM's 4d), the
-    staircase and decoding's forward alone measured no faster (docs/results/profiles/lstm_paths.md, AMD; lstm_paths_intel_xeon.md, Intel).
+    `staircase` for the final state; shorter rows measured no faster unpacked (docs/results/profiles/lstm_paths.md).
     """
     if layers != 1:
         return "packed"
     if x.is_cuda:
         return "directions" if not final_state and run_unpacked(x) else "packed"
-    if not onednn(x):
+    if not onednn(x) or packing.width < LONG:
         return "packed"
-    if packing.width >= LONG:
-        return "staircase" if final_state else "directions"
-    training = torch.is_grad_enabled() and x.requires_grad
-    return "directions" if training and not final_state and x.shape[-1] <= NARROW else "packed"
+    return "staircase" if final_state else "directions"
 
 
 def onednn(x: torch.Tensor) -> bool:

@@ -54,19 +54,12 @@ def test_padding_stays_zero_on_the_unpacked_paths():
         assert (out[1, 1:] == 0).all() and (out[2, 3:] == 0).all() and (out[0] != 0).all()
 
 
-def test_fp32_on_the_cpu_runs_long_rows_and_narrow_training_inputs_unpacked():
+def test_fp32_on_the_cpu_runs_long_rows_unpacked_and_short_rows_packed():
     x32, x64 = torch.zeros(2, unpacked.LONG, 4), torch.zeros(2, unpacked.LONG, 4, dtype=torch.float64)
     long_rows, short_rows = Packing.of(torch.tensor([unpacked.LONG, 3]), unpacked.LONG), Packing.of(torch.tensor([5, 3]), 5)
     assert unpacked.path(x32, long_rows, False, 1) == ("directions" if unpacked.onednn(x32) else "packed")
     assert unpacked.path(x32, long_rows, True, 1) == ("staircase" if unpacked.onednn(x32) else "packed")
     assert unpacked.path(x32, short_rows, False, 1) == "packed"
-    trained = x32[:, :5].requires_grad_()  # training's forward and backward on a narrow input: directions
-    assert unpacked.path(trained, short_rows, False, 1) == ("directions" if unpacked.onednn(x32) else "packed")
-    assert unpacked.path(trained, short_rows, True, 1) == "packed"  # the staircase pays only on long rows
-    wide = torch.zeros(2, 5, unpacked.NARROW + 1, requires_grad=True)
-    assert unpacked.path(wide, short_rows, False, 1) == "packed"
-    with torch.no_grad():
-        assert unpacked.path(trained, short_rows, False, 1) == "packed"
     assert unpacked.path(x32, long_rows, False, 2) == "packed"  # stacked layers: nn.LSTM's inter-layer dropout
     assert unpacked.path(x64, long_rows, False, 1) == "packed"  # no oneDNN kernel for float64
     with torch.autocast("cpu", dtype=torch.bfloat16):
