@@ -47,14 +47,19 @@ def session_lines(sessions: list[speedcheck.Session]) -> str:
     return "\n".join(lines).rstrip()
 
 
+def cpu_of(session: speedcheck.Session) -> str:
+    """The CPU model a session ran on."""
+    return session.machine["cpu"] or "CPU model not recorded"
+
+
 def cpus(sessions: list[speedcheck.Session]) -> list[str]:
     """The CPU models the sessions ran on, in the order first measured (targets are judged per CPU model)."""
-    return list(dict.fromkeys(s.machine["cpu"] or "CPU model not recorded" for s in sessions))
+    return list(dict.fromkeys(cpu_of(s) for s in sessions))
 
 
 def on_cpu(sessions: list[speedcheck.Session], cpu: str | None) -> list[speedcheck.Session]:
     """The sessions measured on `cpu` (every session for None)."""
-    return [s for s in sessions if cpu is None or (s.machine["cpu"] or "CPU model not recorded") == cpu]
+    return [s for s in sessions if cpu is None or cpu_of(s) == cpu]
 
 
 def latest_calm(sessions: list[speedcheck.Session], case: str, name: str = HEADLINE,
