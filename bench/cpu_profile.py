@@ -22,7 +22,7 @@ from bench.speedcheck_case import model_config, optimizer_step
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate
 from mqan.model import build_model
-from mqan.precision import TRAINING, autocast, limit_kernel_cache
+from mqan.precision import TRAINING, autocast, limit_kernel_cache, resolve
 from mqan.vectors import VectorSource
 from mqan.vocab import EOS_ID
 
@@ -82,6 +82,7 @@ def main() -> int:
     ap.add_argument("--precision", choices=TRAINING, default="fp32",
                     help="bf16: autocast as train.precision runs it (needs bf16 units: mqan/precision.py)")
     args = ap.parse_args()
+    args.precision = resolve(args.precision, torch.device("cpu"), "--precision")  # fp32, said, without bf16 units
     keep_large_blocks()
     limit_kernel_cache()  # as train.precision does on a CPU (mqan/precision.py)
     torch.set_num_threads(args.threads)

@@ -1,6 +1,7 @@
 """Routes around two of PyTorch's CPU kernels: dropout's mask on every CPU (aten's bernoulli_; also inside
 attention, `attention`) and, on a CPU that is not Intel's, the fp32 product with W_v in greedy decoding (MKL's
-GEMM, measured slower than oneDNN's on an AMD EPYC and no different on an Intel Xeon, which keeps MKL). Each is the
+GEMM, measured slower than oneDNN's on an AMD EPYC; on an Intel Xeon, four runs of `bench.cpu_routes` gave oneDNN
+x1.0-1.4, unsettled, so Intel keeps MKL until a decoding side by side says otherwise). Each is the
 same computation: dropout's distribution and scaling, the product to fp32 rounding. On a GPU, and wherever the
 conditions below do not hold, PyTorch's own kernels run.
 
@@ -9,11 +10,12 @@ Intel, PyTorch skips MKL's generator and draws element by element, one 64-bit nu
 draws) and a double comparison each (aten's `bernoulli_scalar_kernel`, DistributionKernels.cpp): ~5.7% of a
 SQuAD-shaped training step (docs/results/profiles/cpu_train.txt). It then divides the mask by 1 - p and keeps
 that float mask for the backward pass, 4 bytes an element. On Intel, MKL's generator draws the mask, and it is
-still slower: on an Intel Xeon with AMX (2 threads, quiet), dropout forward and backward of [287, 40, 200] took
-17.4-19.0 ms with `F.dropout` and 8.0-9.5 ms here, and attention with dropout ([50, 3, 150, 200], forward and
-backward) 88.7-93.6 ms with SDPA and 74.0-77.0 ms here; bernoulli_ was 12.7% of an SST-shaped training step
-there (`python -m bench.cpu_profile`). So every CPU takes this route. Here the mask comes from random 32-bit integers,
-two per 64-bit draw (`random_` over the full 64-bit range: the same serial generator, half as many draws): an
+still slower: on an Intel Xeon with AMX (2 threads, quiet; `python -m bench.cpu_routes`,
+docs/results/profiles/intel_xeon/cpu_routes.json), dropout forward and backward of [287, 40, 200] ran x1.86
+faster here than with `F.dropout`, and attention with dropout ([50, 3, 150, 200], forward and backward) x1.31
+faster than SDPA; bernoulli_ was 12.7% of an SST-shaped training step there
+(docs/results/profiles/intel_xeon/fp32/cpu_train.txt). So every CPU takes this route. Here the mask comes from
+random 32-bit integers, two per 64-bit draw (`random_` over the full 64-bit range: the same serial generator, half as many draws): an
 element is kept when its integer is below round((1 - p) 2^32), so P(keep) is 1 - p within 2^-33 (bernoulli_'s
 double comparison: within 2^-53), each element independently, and kept elements are scaled by 1 / (1 - p):
 `nn.Dropout`'s distribution and scaling. The backward pass keeps a bool mask (1 byte an element). What
