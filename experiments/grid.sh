@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The issue-45 grid (item 5): every run docs/results/records/plan.json plans (`python -m experiments.plan runs`:
 # Table 2's four variants x its seeds x its iterations per task, Table 3's three strategies x its seeds on the five
-# tasks, and the single-task zero-shot models), PARALLEL at a time, in batches, the whole command within BUDGET_S
-# seconds. The stage that follows the speed check of bench/gpu_check.sh on a lent GPU. Each run is
-# experiments/single_task.py (Table 3's: infra/params/table3.yaml's recipe and strategy, its first phase 2/15 of
-# the budget, on TABLE3_WORKDIR's data and vocabulary), which writes its best model's per-example validation
-# record (examples.json.gz) at every new best; a batch's runs are time-boxed to what is left of the budget, less
-# MARGIN_S, and a run cut there saves its state (SIGTERM) and continues on the next call (on the same machine:
-# the state stays in GRID_OUT). No batch starts with less than MIN_RUN_S left. Table 3's and the zero-shot
-# models, once finished, are asked the renamed SST questions side by side (`deca evaluate`, kept per example as
-# zero_shot.json.gz with zero_shot_figures.json; a model finished but not yet asked is asked on the next call).
-# After each batch (and at the end) every finished run is copied to EXPORT (curve.json, examples.json.gz and the
-# renamed answers: no model) with machine.json. Finished runs are skipped: run it again to go on. DRY_RUN=1
+# tasks, and the single-task zero-shot models), PARALLEL at a time, the whole command within BUDGET_S seconds.
+# The stage that follows the speed check of bench/gpu_check.sh on a lent GPU. Each run is experiments/single_task.py
+# (Table 3's: infra/params/table3.yaml's recipe and strategy, its first phase 2/15 of the budget, on TABLE3_WORKDIR's
+# data and vocabulary), which writes its best model's per-example validation record (examples.json.gz) at every new
+# best. The runs share PARALLEL slots as a pool: a run starts as soon as one ends (an MWSC S2S run takes a fifth of
+# a +SAtt one, so batches that wait for their slowest run leave slots idle). A run is time-boxed to what is left of
+# the budget when it starts, less MARGIN_S, and a run cut there saves its state (SIGTERM) and continues on the next
+# call (on the same machine: the state stays in GRID_OUT). No run starts with less than MIN_RUN_S + MARGIN_S left.
+# Table 3's and the zero-shot models, once finished, are asked the renamed SST questions in their slot (`deca
+# evaluate`, kept per example as zero_shot.json.gz with zero_shot_figures.json; a model finished but not yet asked
+# is asked on the next call). As each run ends (and at the end) every finished run is copied to EXPORT (curve.json,
+# examples.json.gz and the renamed answers: no model) with machine.json. Finished runs are skipped: run it again to
+# go on. DRY_RUN=1
 # lists each pending run's folder and command.
 #
 #   # on a GPU machine with PyTorch only; first here: python -m experiments.table3 prepare --workdir
@@ -57,8 +59,8 @@ GRID_OUT=${GRID_OUT:-checkpoints/grid}
 EXPORT=${EXPORT:-}
 PARALLEL=${PARALLEL:-8}
 BUDGET_S=${BUDGET_S:-630}   # 10.5 minutes: the command ends within the 11 a device call allows
-MARGIN_S=${MARGIN_S:-60}    # kept back from a batch: a stopped run saves its state, the export copies
-MIN_RUN_S=${MIN_RUN_S:-90}  # no batch starts with less than this left
+MARGIN_S=${MARGIN_S:-60}    # kept back from a run's time box: a stopped run saves its state, the export copies
+MIN_RUN_S=${MIN_RUN_S:-90}  # no run starts with less than this (+ MARGIN_S) left
 RENAMED_S=${RENAMED_S:-120} # at most this for one model's renamed questions (a CPU under load needs more)
 RENAMED_MAX=${RENAMED_MAX:-} # ask only the first N sentences of each (a rehearsal; default: all 872)
 DEVICE=${DEVICE:-cuda}
@@ -199,37 +201,40 @@ for line in "${todo[@]}"; do  # finished earlier, not yet asked the renamed ques
   [ "$table" != table2 ] && [ -f "$run/curve.json" ] && [ ! -f "$run/zero_shot.json.gz" ] && asks+=("$run:$(vocab_of $table)")
 done
 ask_all "${asks[@]}"
+run_one() {  # one planned run in its time box, then (Table 3's and zero-shot models) the renamed questions
+  local table=$1 task=$2 variant=$3 seed=$4 iters=$5 limit=$6 run rc
+  run="$GRID_OUT/$(name_of $table $task $variant $seed)"
+  command_of $table $task $variant $seed $iters "$run"
+  timeout -s TERM -k 60 "$limit" "${CMD[@]}" >>"$run.log" 2>&1
+  rc=$?
+  case $rc in
+    0) log "done: ${run##*/}" ;;
+    3|124) if [ -f "$run/curve.json" ]; then log "done: ${run##*/}"  # it ended as the budget did
+           else log "stopped at the budget (state kept; run again to continue): ${run##*/}"; fi ;;
+    137) log "killed 60s after the budget's SIGTERM (a validation round outlasted it; the state saved last, if any, is kept): ${run##*/}" ;;
+    *) log "FAILED (exit $rc, see $run.log): ${run##*/}" ;;
+  esac
+  if [ "$table" != table2 ] && [ -f "$run/curve.json" ]; then renamed "$run" "$(vocab_of $table)"; fi
+}
+busy() { jobs -pr | wc -l; }
 i=0
-while [ $i -lt ${#pending[@]} ]; do
-  budget=$(( $(left) - MARGIN_S ))
-  if [ $budget -lt "$MIN_RUN_S" ]; then log "stopping: $(left)s left, a batch needs $MIN_RUN_S + $MARGIN_S"; break; fi
-  batch=("${pending[@]:$i:$PARALLEL}")
-  log "batch of ${#batch[@]} (runs $((i + 1))-$((i + ${#batch[@]})) of ${#pending[@]}), each cut at ${budget}s"
-  pids=()
-  for line in "${batch[@]}"; do
-    read -r table task variant seed iters <<<"$line"
-    run="$GRID_OUT/$(name_of $table $task $variant $seed)"
-    command_of $table $task $variant $seed $iters "$run"
-    timeout -s TERM -k 60 "$budget" "${CMD[@]}" >>"$run.log" 2>&1 &
-    pids+=("$!:$run:$table")
-  done
-  asks=()
-  for entry in "${pids[@]}"; do
-    IFS=: read -r pid run table <<<"$entry"
-    wait "$pid"; rc=$?
-    case $rc in
-      0) log "done: ${run##*/}"; [ "$table" != table2 ] && asks+=("$run:$(vocab_of $table)") ;;
-      3|124) if [ -f "$run/curve.json" ]; then  # it ended as the budget did
-               log "done: ${run##*/}"; [ "$table" != table2 ] && asks+=("$run:$(vocab_of $table)")
-             else log "stopped at the budget (state kept; run again to continue): ${run##*/}"; fi ;;
-      137) log "killed 60s after the budget's SIGTERM (a validation round outlasted it; the state saved last, if any, is kept): ${run##*/}" ;;
-      *) log "FAILED (exit $rc, see $run.log): ${run##*/}" ;;
-    esac
-  done
-  ask_all "${asks[@]}"  # the batch's finished models asked side by side
+while :; do
+  if [ $i -lt ${#pending[@]} ] && [ "$(busy)" -lt "$PARALLEL" ]; then
+    budget=$(( $(left) - MARGIN_S ))
+    if [ $budget -ge "$MIN_RUN_S" ]; then
+      read -r table task variant seed iters <<<"${pending[$i]}"
+      i=$((i + 1))
+      log "start $i of ${#pending[@]}: $(name_of $table $task $variant $seed), cut at ${budget}s"
+      run_one $table $task $variant $seed $iters $budget &
+      continue
+    fi
+    log "stopping: $(left)s left, a run needs $MIN_RUN_S + $MARGIN_S"
+    not_started=$(( ${#pending[@]} - i )); i=${#pending[@]}
+  fi
+  [ "$(busy)" -eq 0 ] && break
+  wait -n
   export_finished
-  i=$((i + ${#batch[@]}))
 done
-[ $i -eq 0 ] && export_finished  # no batch ran (nothing to do, or no time): what was finished or asked before
+export_finished
 finished=$(ls "$GRID_OUT"/*/curve.json 2>/dev/null | wc -l)
-log "end: $finished finished runs in $GRID_OUT, $(( ${#pending[@]} - i > 0 ? ${#pending[@]} - i : 0 )) not started${EXPORT:+; copied to $EXPORT}"
+log "end: $finished finished runs in $GRID_OUT, ${not_started:-0} not started${EXPORT:+; copied to $EXPORT}"

@@ -1,6 +1,6 @@
 """experiments/grid.sh: the names and commands of every planned run (DRY_RUN), and the grid rehearsed small on the
-CPU: the planned MWSC runs, two at a time, each leaving its curve and its per-example record in the export (with
-the machine) before the next batch; a second call finds them done; a zero-shot SST model then answers the renamed
+CPU: the planned MWSC runs, two slots at a time, each leaving its curve and its per-example record in the export
+(with the machine) as it ends; a second call finds them done; a zero-shot SST model then answers the renamed
 questions, kept per example. Slow: it prepares the real corpora and trains three tiny models. Table 3's export ->
 records -> pages step: tests/experiments/results/test_grid_runs.py, on folders a real rehearsal exported."""
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_the_dry_run_names_every_planned_run_and_its_command(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_grid_runs_the_plan_in_batches_and_exports_per_example_records(tmp_path):
+def test_the_grid_runs_the_plan_and_exports_per_example_records(tmp_path):
     if not (SHARED_CORPORA / "schema").is_dir():
         pytest.skip(f"real corpora not found at {SHARED_CORPORA}")
     env = {**os.environ, "DECA_SHARED_CORPORA": str(SHARED_CORPORA), "DEVICE": "cpu", "PARALLEL": "2",
