@@ -121,7 +121,7 @@ def table2_steps(record: dict, floors: dict) -> list[dict]:
             var, source = example_part("table2", names, task, [statistics.mean(s) for s in sides], n)
             rising = any(table2.rising(record, task, v) for v in (before, after))
             out.append(entry("table2", f"{table2.NAMES[before]} → {table2.NAMES[after]}", task, paper, paper, cells,
-                             sides, var, source, n, rising, record["iterations"][task]))
+                             sides, var, source, n, rising, table2.iterations(record, task)[1]))
     return out
 
 

@@ -77,6 +77,18 @@ def runs_of(record: dict, task: str, variant: str) -> list[dict]:
     return [r for r in record["runs"] if r["task"] == task and r["variant"] == variant]
 
 
+def iterations(record: dict, task: str) -> tuple[int, int]:
+    """The fewest and the most iterations of `task`'s runs: each run's own, or for a run that does not record
+    them (transcribed from an earlier page) the record's figure for the task."""
+    its = {r.get("iterations") or record["iterations"][task] for r in record["runs"] if r["task"] == task}
+    return min(its), max(its)
+
+
+def budget(record: dict, task: str) -> str:
+    low, high = iterations(record, task)
+    return f"{low:,}" if low == high else f"{low:,} to {high:,}"
+
+
 def step_of(record: dict, task: str, before: str, after: str, floor: float | None) -> Step:
     """One step of `task` for eval/steps.py: per-example samples where every run of both sides kept its record
     (docs/results/records/examples/table2/), else the seeds' values (a seed-only interval)."""
@@ -150,13 +162,12 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     floors = floors if floors is not None else records.floors()
     verdicts, tally, by_task = steps(record, floors)
     mwsc = [v for variant in VARIANTS for v in cell_values(record, "schema", variant)]
-    its = record["iterations"]
     return {
         "date": record["date"], "source": record["source"], "plan_table": planned.section("table2"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
         "plan_assumed": records.load("plan")["assumed"], 
         "machines": "; ".join(f"`{k}`: {records.describe_machine(m)}" for k, m in record["machines"].items()),
-        "iters_schema": f"{its['schema']:,}", "iters_sst": f"{its['sst']:,}", "iters_woz": f"{its['woz.en']:,}",
-        "iters_srl": f"{its['srl']:,}", "results_table": results_table(record, floors), "verdict_table": verdicts,
+        "iters_schema": budget(record, "schema"), "iters_sst": budget(record, "sst"),
+        "iters_woz": budget(record, "woz.en"), "iters_srl": budget(record, "srl"), "results_table": results_table(record, floors), "verdict_table": verdicts,
         "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),
         "mwsc_note": notes(by_task, "schema", "The MWSC steps, the +CAtt drop and the +QPtr recovery included, are "
                                                 "therefore not tests of the paper's claims."),

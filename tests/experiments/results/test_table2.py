@@ -34,6 +34,16 @@ def test_cells_come_from_the_runs_and_a_rising_curve_is_found():
     assert table2.rising(record(curve_b=[[100, 10.0], [200, 30.0], [250, 40.0], [300, 50.0]]), "schema", "satt")
 
 
+def test_the_budget_is_each_runs_own_or_the_records_figure():
+    found = record()
+    assert table2.iterations(found, "schema") == (300, 300) and table2.budget(found, "schema") == "300"
+    found["runs"][0]["iterations"] = 800  # one run with its own budget, the rest transcribed without one
+    assert table2.iterations(found, "schema") == (300, 800) and table2.budget(found, "schema") == "300 to 800"
+    for r in found["runs"]:
+        r["iterations"] = 1200
+    assert table2.budget(found, "schema") == "1,200"
+
+
 def test_a_third_seed_joins_the_two_seeds_kept_only_as_mean_and_sd_exactly():
     import statistics
 
