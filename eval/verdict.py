@@ -4,7 +4,8 @@
 of five outcomes, tried in this order (the first that applies):
 
 1. **not tested** (a curve): a side's validation curve was still rising over the last third of its budget
-   (`still_rising`): the run had not finished learning, so neither its score nor its failure is final;
+   to new highs, beyond its own checkpoint-to-checkpoint scatter (`still_rising`): the run had not finished
+   learning, so neither its score nor its failure is final;
 2. **fails**: a side lies significantly below its floor (`below_floor`: its whole interval under the task's
    floor, `baseline`): the model took the test and failed it, a result, not "not tested";
 3. **not tested** (a floor): a side is at its floor (`at_floor`: its interval reaches the floor): it cannot
@@ -29,10 +30,11 @@ experiments/table3.py, `deca compare`; eval/steps.py judges a table's steps with
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
 from eval.floors import strongest
-from eval.stats import Interval
+from eval.stats import Interval, t_two_sided_p
 
 REPRODUCED = "reproduced"
 OPPOSITE = "opposite"
@@ -93,10 +95,20 @@ def below_floor(side: Interval, baseline: float | None) -> bool:
 
 
 def still_rising(curve: Sequence[tuple[float, float]], budget: float | None = None,
-                 margin: float = RISING_MARGIN) -> bool:
+                 margin: float = RISING_MARGIN, alpha: float = ALPHA) -> bool:
     """Whether a validation curve [(iteration, value), ...] still rises over the last third of its budget
-    (default: its last iteration): the least-squares line through the points of that third gains more than
-    `margin` points across it. Fewer than two points there: not rising (nothing to say)."""
+    (default: its last iteration), that is, whether the run was still reaching new highs when it stopped. Three
+    conditions, all on the least-squares line through the points of that third:
+
+    - it gains more than `margin` points across the third;
+    - it ends more than `margin` above the best point before the third (a curve climbing back to a level it had
+      already reached is not learning anything new);
+    - where the third holds four points or more, its slope is above 0 beyond the points' own scatter about the
+      line (one-sided t test at `alpha`, n - 2 degrees of freedom): a validation score moves from checkpoint to
+      checkpoint by noise (on MWSC's 82 examples one example is 1.2 points), and a gain within it is not a rise.
+      (Three points leave one degree of freedom, too few to judge a scatter by: the first two conditions decide.)
+
+    Fewer than two points in the third: not rising (nothing to say)."""
     if not curve:
         return False
     budget = float(budget if budget is not None else max(step for step, _ in curve))
@@ -110,7 +122,15 @@ def still_rising(curve: Sequence[tuple[float, float]], budget: float | None = No
     if sxx == 0:
         return False
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    return slope * (budget - start) > margin
+    earlier = [float(v) for s, v in curve if s < start]
+    if slope * (budget - start) <= margin or (earlier and my + slope * (budget - mx) <= max(earlier) + margin):
+        return False
+    if len(tail) < 4:
+        return True
+    scatter = sum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys)) / (len(tail) - 2)
+    if scatter == 0:
+        return True
+    return t_two_sided_p(slope / math.sqrt(scatter / sxx), len(tail) - 2) / 2 < alpha
 
 
 def baseline(task: str, rows: Sequence[Mapping[str, Any]]) -> float:

@@ -47,13 +47,20 @@ def cell_values(record: dict, task: str, variant: str) -> list[float]:
 
 
 def rising(record: dict, task: str, variant: str) -> bool:
-    """Whether a run of (task, variant) was still rising: from its curve when kept, else the record's note."""
-    for r in record["runs"]:
-        if r["task"] == task and r["variant"] == variant:
-            if r["curve"] and still_rising(r["curve"], r.get("iterations") or record["iterations"][task]):
-                return True
-            if r["still_rising"] is True:
-                return True
+    """Whether (task, variant) was still rising (eval.verdict.still_rising). Where every run of it kept its curve
+    at the same iterations, on the seeds' mean curve: the recipe's expected curve, the seeds' noise averaged (judged
+    run by run, the more seeds a side has, the likelier one of them wiggles upward by chance). Else on each run's
+    own curve, or the record's note for a run without one."""
+    runs = runs_of(record, task, variant)
+    curves = [r["curve"] for r in runs if r["curve"]]
+    if curves and len(curves) == len(runs) and all([s for s, _ in c] == [s for s, _ in curves[0]] for c in curves):
+        mean = [[s, sum(c[i][1] for c in curves) / len(curves)] for i, (s, _) in enumerate(curves[0])]
+        return still_rising(mean, iterations(record, task)[1])
+    for r in runs:
+        if r["curve"] and still_rising(r["curve"], r.get("iterations") or record["iterations"][task]):
+            return True
+        if r["still_rising"] is True:
+            return True
     return False
 
 
@@ -130,6 +137,13 @@ def mwsc_runs(record: dict) -> str:
     return table(["run", "best EM (iteration)", "minutes", "curve"], rows, "llrl")
 
 
+def validation_points(record: dict, task: str) -> str:
+    """When `task`'s runs validated: 'every N iterations' (and at the end) where every run validated on one
+    interval, else the iterations of each run's curve."""
+    gaps = {r["curve"][1][0] - r["curve"][0][0] for r in record["runs"] if r["task"] == task and len(r["curve"] or []) > 1}
+    return f"every {gaps.pop():,} iterations and at the end" if len(gaps) == 1 else "the iterations of its curve"
+
+
 def sst_runs(record: dict) -> str:
     """Each SST run's best EM (iteration), minutes to it and of the run, and its machine."""
     rows = [[f"{r['variant']} seed {r['seed']}", f"{num(r['scores']['sst'])} ({r['best_iteration']})",
@@ -177,5 +191,6 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
         "mwsc_below": str(sum(v <= floors["schema"]["floor"] for v in mwsc)),
         "mwsc_above_examples": num((max(mwsc) - floors["schema"]["floor"]) * floors["schema"]["examples"] / 100, 0),
         "machine_check": machine_check(record), "mwsc_answerer": floors["schema"]["answerer"],
-        "mwsc_floor": num(floors["schema"]["floor"]), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record), "sst_runs": sst_runs(record),
+        "mwsc_floor": num(floors["schema"]["floor"]), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record),
+        "mwsc_every": validation_points(record, "schema"), "sst_runs": sst_runs(record),
     }

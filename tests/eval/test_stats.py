@@ -146,6 +146,18 @@ def test_still_rising_over_the_last_third():
     assert not still_rising([(100, 5)])
 
 
+def test_a_wiggle_within_the_curves_scatter_or_back_to_an_earlier_level_is_not_a_rise():
+    """A climb back to a level reached before the last third is not a rise, nor a gain within the scatter of the
+    points about their line; a steady climb to new highs is one, however small the scatter about it."""
+    assert still_rising([(0, 0), (200, 30), (400, 50.5), (600, 48.0), (700, 48.0), (800, 49.0), (900, 49.8)],
+                        budget=900) is False  # back toward 50.5, no new high
+    assert still_rising([(0, 0), (300, 40), (600, 44.9), (700, 45.8), (800, 46.3), (850, 46.2), (900, 46.9)],
+                        budget=900) is True  # QA-SRL's still-rising seed 11 S2S curve, in shape
+    scattered = [(0, 0), (300, 40), (600, 41), (700, 46), (800, 40), (850, 47), (900, 44)]
+    assert still_rising(scattered, budget=900) is False  # gains ~2 points, but within +-3 of scatter
+    assert still_rising(scattered, budget=900, alpha=1.0) is True  # the scatter alone said no
+
+
 def test_the_bounds_of_the_replicates():
     """Enough resamples for the ends of a 95% interval (5 beyond each), no more than the memory allows."""
     assert stats.MIN_REPLICATES * (1 - stats.LEVEL) / 2 >= 5
