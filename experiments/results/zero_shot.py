@@ -89,18 +89,26 @@ def span(groups: list[dict], name: str, task: str, key: str) -> tuple[str, str]:
     return num(min(found)), num(max(found))
 
 
+def machines(record: dict) -> str:
+    """Each group's machine (the record's `default_machine` for a group that names none)."""
+    return "; ".join(f"{g['name']}: `{key}`, {records.describe_machine(record['machines'][key])}"
+                     for g in record["groups"] for key in [g.get("machine") or record["default_machine"]])
+
+
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/zero_shot.md."""
     record = record or records.load("zero_shot")
     floors = floors if floors is not None else records.floors()
     groups = record["groups"]
     out = {"plan_table": planned.section("zero_shot"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
-            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": records.describe_machine(record["machines"]["epyc"]),
+            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": machines(record),
            "source": record["source"], "verdict_table": verdicts(groups, floors)[0],
            "verdict_summary": summary(verdicts(groups, floors)[1]),
            "floor": num(floors["sst.happy_angry"]["floor"]), "floor_answerer": floors["sst.happy_angry"]["answerer"],
            "chance": num(floors["sst.happy_angry"]["floors"]["random candidate"])}
+    out["models_total"] = str(sum(len(g["models"]) for g in groups))
     for i, group in enumerate(groups):
+        out[f"models_{i}"] = str(len(group["models"]))
         out[f"table_{i}"] = group_table(group)
         out[f"command_{i}"] = group["command"]
         out[f"answers_{i}"] = top_answers(group)
@@ -109,4 +117,6 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
                                                                                   "first word right")
         out[f"first_t3_{short}_low"], out[f"first_t3_{short}_high"] = span(groups, "Table 3 five-task models", task,
                                                                             "first word right")
+    out["stops_alone_su_low"], out["stops_alone_su_high"] = span(groups, "SST alone", "sst.supportive_unsupportive",
+                                                                  "stops")
     return out

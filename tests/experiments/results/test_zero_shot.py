@@ -6,13 +6,14 @@ from experiments.results import zero_shot
 
 
 def test_the_committed_groups_below_the_floor_fail():
-    """The Table 3 models answer 0.7-10 EM on both renamings and SST alone 43.0 [41.7, 44.3] on
-    supportive/unsupportive: wholly below the 50.9 majority floor, they fail; the others reach it."""
+    """The Table 3 models answer 0.7-10 EM on both renamings and SST alone (experiments/grid.sh's five seeds)
+    0.0 on happy/angry and 8.8 [0.0, 26.7] on supportive/unsupportive: wholly below the 50.9 majority floor, they
+    fail; SST + MWSC's reach it."""
     floors = zero_shot.records.floors()
     text, heads = zero_shot.verdicts(zero_shot.records.load("zero_shot")["groups"], floors)
-    assert heads == ["not tested", "fails", "not tested", "not tested", "fails", "fails"]
+    assert heads == ["fails", "fails", "not tested", "not tested", "fails", "fails"]
     assert "50.9 (constant answer)" in text
-    assert zero_shot.summary(heads) == "Verdicts: 3 fails, 3 not tested."
+    assert zero_shot.summary(heads) == "Verdicts: 4 fails, 2 not tested."
 
 
 def test_a_group_clear_of_the_floor_gets_a_verdict(monkeypatch):
