@@ -140,7 +140,8 @@ def mwsc_runs(record: dict) -> str:
 def validation_points(record: dict, task: str) -> str:
     """When `task`'s runs validated: 'every N iterations' (and at the end) where every run validated on one
     interval, else the iterations of each run's curve."""
-    gaps = {r["curve"][1][0] - r["curve"][0][0] for r in record["runs"] if r["task"] == task and len(r["curve"] or []) > 1}
+    gaps = {r["curve"][1][0] - r["curve"][0][0]
+            for r in record["runs"] if r["task"] == task and len(r["curve"] or []) > 1}
     return f"every {gaps.pop():,} iterations and at the end" if len(gaps) == 1 else "the iterations of its curve"
 
 
@@ -181,7 +182,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
         "plan_assumed": records.load("plan")["assumed"], 
         "machines": "; ".join(f"`{k}`: {records.describe_machine(m)}" for k, m in record["machines"].items()),
         "iters_schema": budget(record, "schema"), "iters_sst": budget(record, "sst"),
-        "iters_woz": budget(record, "woz.en"), "iters_srl": budget(record, "srl"), "results_table": results_table(record, floors), "verdict_table": verdicts,
+        "iters_woz": budget(record, "woz.en"), "iters_srl": budget(record, "srl"),
+        "results_table": results_table(record, floors), "verdict_table": verdicts,
         "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),
         "mwsc_note": notes(by_task, "schema", "The MWSC steps, the +CAtt drop and the +QPtr recovery included, are "
                                                 "therefore not tests of the paper's claims."),
