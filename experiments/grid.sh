@@ -13,7 +13,7 @@
 # evaluate`, kept per example as zero_shot.json.gz with zero_shot_figures.json; a model finished but not yet asked
 # is asked on the next call). As each run ends (and at the end) every finished run is copied to EXPORT (curve.json,
 # examples.json.gz and the renamed answers: no model) with machine.json. Finished runs are skipped: run it again to
-# go on. DRY_RUN=1
+# go on. A SIGTERM or SIGINT to the grid stops its runs the same way (state saved, finished runs exported). DRY_RUN=1
 # lists each pending run's folder and command.
 #
 #   # on a GPU machine with PyTorch only; first here: python -m experiments.table3 prepare --workdir
@@ -187,6 +187,17 @@ export_finished() {
   done
 }
 
+busy() { jobs -pr | wc -l; }
+on_signal() {  # SIGTERM/SIGINT to the grid: each run's `timeout` passes it on (the run saves its state, as at the
+  # budget), the runs are waited for and the finished ones exported; the same command continues them
+  trap - TERM INT
+  log "signal: stopping $(busy) runs (each saves its state; the same command continues them)"
+  for job in $(jobs -p); do pkill -TERM -x -P "$job" timeout; done
+  wait
+  export_finished
+  exit 143
+}
+trap on_signal TERM INT
 ask_all() {  # renamed for each "run:vocabulary" given, PARALLEL at a time
   for ask in "$@"; do
     while [ "$(jobs -pr | wc -l)" -ge "$PARALLEL" ]; do wait -n; done
@@ -216,7 +227,6 @@ run_one() {  # one planned run in its time box, then (Table 3's and zero-shot mo
   esac
   if [ "$table" != table2 ] && [ -f "$run/curve.json" ]; then renamed "$run" "$(vocab_of $table)"; fi
 }
-busy() { jobs -pr | wc -l; }
 i=0
 while :; do
   if [ $i -lt ${#pending[@]} ] && [ "$(busy)" -lt "$PARALLEL" ]; then

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -74,3 +76,39 @@ def test_the_grid_runs_the_plan_and_exports_per_example_records(tmp_path):
     kept = examples.read(out / grid_runs.RENAMED)["tasks"]
     assert set(figures) == set(kept) == {"sst", "sst.happy_angry", "sst.supportive_unsupportive"}
     assert all(kept[t]["n"] == 50 and kept[t]["headline"] == pytest.approx(figures[t]["em"], abs=1e-3) for t in kept)
+
+
+FAKE_PY = """#!/usr/bin/env bash
+# stands in for python: two planned runs, each waiting for SIGTERM, on which it saves a state and exits as a run does
+case "$*" in
+  "-m experiments.plan runs") printf 'table2 schema s2s 123 800\\ntable2 schema satt 123 800\\n' ;;
+  "-m experiments.single_task run"*)
+    out=${@: -1}; mkdir -p "$out"; trap 'echo saved > "$out/state"; exit 3' TERM; echo $$ > "$out/pid"
+    while :; do sleep 0.1; done ;;
+  "- "*) cat >/dev/null; echo '{}' > "$2" ;;
+esac
+"""
+
+
+def test_a_signal_to_the_grid_stops_its_runs_with_their_state_saved(tmp_path):
+    """SIGTERM to grid.sh reaches each running run (through its `timeout`), which saves its state; the grid waits for
+    them and exits 143, leaving no run behind (before, the runs went on as orphans)."""
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PY)
+    fake.chmod(0o755)
+    runs = tmp_path / "runs"
+    env = {**os.environ, "PY": str(fake), "GRID_OUT": str(runs), "WORKDIR": str(tmp_path / "work"), "PARALLEL": "2",
+           "TABLES": "table2", "BUDGET_S": "300", "MARGIN_S": "1", "MIN_RUN_S": "1", "EXPORT": str(tmp_path / "ex")}
+    grid = subprocess.Popen(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    pids = [runs / name / "pid" for name in ("schema-s2s-s123", "schema-satt-s123")]
+    deadline = time.monotonic() + 30
+    while not all(p.is_file() and p.read_text().strip() for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    grid.send_signal(signal.SIGTERM)
+    out, _ = grid.communicate(timeout=30)
+    assert grid.returncode == 143 and "signal: stopping 2 runs" in out, out
+    for pid in pids:
+        assert (pid.parent / "state").read_text() == "saved\n"
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid.read_text()), 0)
+    assert (tmp_path / "ex" / "machine.json").is_file()
