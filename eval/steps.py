@@ -25,7 +25,8 @@ from eval.verdict import FAILS, UNDERPOWERED, at_floor, below_floor, power_note,
 class Step:
     """One comparison of a table: side a to side b (per-example statistics, or None where the runs kept none,
     then `seed_values` (a's runs' scores, b's runs' scores)), the paper's change b - a, each example's
-    cluster, the task's floor (eval.verdict.baseline) and per side whether its curve was still rising."""
+    cluster, the task's floor (eval.verdict.baseline) and per side whether its curve was still rising (None:
+    unknown, read by eval.verdict as not rising)."""
 
     name: str
     paper: float
@@ -34,7 +35,7 @@ class Step:
     seed_values: tuple[Sequence[float], Sequence[float]] = ((), ())
     clusters: Sequence[Hashable] | None = None
     floor: float | None = None
-    rising: Sequence[bool] = ()
+    rising: Sequence[bool | None] = ()
 
 
 @dataclass(frozen=True)

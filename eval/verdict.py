@@ -54,7 +54,9 @@ def verdict(change: Interval, paper_change: float, *, floors: Sequence[bool] = (
     order of the module docstring.
 
     `floors`: per side, whether it sits at its floor (`at_floor`); `rising`: per side, whether its validation
-    curve was still rising (`still_rising`): either makes the finding "not tested". `below`: per side, whether
+    curve was still rising (`still_rising`): either makes the finding "not tested". A `rising` entry of None
+    means unknown (the run kept no curve): the rule reads it as not rising, and whoever reports the verdict says
+    so (`rising_unknown`, RISING_UNKNOWN). `below`: per side, whether
     it lies below its floor (`below_floor`): "fails". `mde`: the step's minimum detectable effect (eval.power):
     an interval covering 0 is "underpowered" when it exceeds |paper_change|. `adjusted_p`: the step's p-value
     adjusted over its table (eval.power.holm); at or over `alpha` the change counts as covering 0.
@@ -71,6 +73,15 @@ def verdict(change: Interval, paper_change: float, *, floors: Sequence[bool] = (
     if paper_change == 0:
         return OPPOSITE  # the paper saw no change; here there is one
     return REPRODUCED if (change.low > 0) == (paper_change > 0) else OPPOSITE
+
+
+RISING_UNKNOWN = "whether a side's curve still rose is unknown (no curve kept; if one did: not tested)"
+
+
+def rising_unknown(rising: Sequence[bool | None], said: str) -> bool:
+    """Whether verdict `said` rests on reading an unknown `rising` side (None) as not rising: a rising side would
+    have made it "not tested", so the verdict holds only if that side had stopped rising."""
+    return said != NOT_TESTED and any(r is None for r in rising)
 
 
 def power_note(mde: float, paper_change: float, digits: int = 1) -> str:

@@ -8,6 +8,8 @@ from experiments.results.render import table
 PAGE = "docs/results/contamination.md"
 TEMPLATE = "contamination.md"
 FIELDS = ("context", "question", "answer")
+NAMES = {"sst": "SST", "schema": "MWSC", "woz.en": "WOZ", "srl": "QA-SRL"}
+QUOTED = 2  # texts quoted per field from the record's most frequent
 
 
 def pct(count: int, total: int) -> str:
@@ -63,7 +65,6 @@ def values(record: dict | None = None) -> dict[str, str]:
             "examples": f"{record['counters']['examples']:,}", "n": str(result["n"]),
             "common_share": f"{100 * result['common_share']:g}%", "common_min": str(result["common_min"]),
             "overall_table": overall_table(m), "matrix_table": matrix_table(result), "common_table": common_table(result),
-            "woz_context": cell("woz.en/validation", "woz.en", "context"),
             "woz_answer": cell("woz.en/validation", "woz.en", "answer"),
             "woz_ngram": cell("woz.en/validation", "woz.en", "ngram"),
             "woz_any_pct": pct(m["woz.en/validation"]["flagged"], m["woz.en/validation"]["examples"]),
@@ -76,7 +77,7 @@ def values(record: dict | None = None) -> dict[str, str]:
             "schema_srl": cell("schema/validation", "srl", "answer"),
             "schema_examples": f"{m['schema/validation']['examples']:,}",
             "sst_common": cell("sst/validation", "sst", "common_only"),
-            "sst_examples": f"{m['sst/validation']['examples']:,}",
+            "sst_examples": f"{m['sst/validation']['examples']:,}", **match_values(record),
             "cost_corpora": record["cost"]["corpora"], "cost_machine": record["cost"]["machine"],
             "cost_examples": f"{record['cost']['examples']:,}", "cost_train_ngrams": f"{record['cost']['train_ngrams']:,}",
             "cost_prepare": f"{record['cost']['prepare_seconds']:.0f}",
@@ -85,11 +86,59 @@ def values(record: dict | None = None) -> dict[str, str]:
             **cost_values(record["cost"])}
 
 
+def quotes(pairs: list, k: int = QUOTED) -> str:
+    """'"thank you ." (8 examples), "goodbye ." (6)': the record's most frequent texts with their counts."""
+    said = [f'"{text}" ({count}{" examples" if not i else ""})' for i, (text, count) in enumerate(pairs[:k])]
+    return ", ".join(said) or "none"
+
+
+def ngram_where(split: dict) -> str:
+    """In which field the n-gram matches are: 'all in the context', or '20 in the context, 8 in the answer'."""
+    found = {f: c for f, c in split["ngram_by_field"].items() if c}
+    if len(found) == 1:
+        return f"all in the {next(iter(found))}"
+    return ", ".join(f"{c} in the {f}" for f, c in found.items()) or "in no field"
+
+
+def distinct(split: dict, noun: str) -> str:
+    """The n-gram-matched texts: 'one sentence, "..."' or '28 distinct requests, e.g. "..."'."""
+    texts = list(dict.fromkeys(x["text"] for x in split["ngram_texts"]))
+    if len(texts) == 1:
+        return f'one {noun}, "{texts[0]}"'
+    return f'{len(texts)} distinct {noun}s, e.g. "{texts[0]}"' if texts else f"no {noun}"
+
+
+def match_values(record: dict) -> dict[str, str]:
+    """The placeholders read from the record's `matches` (which field a 13-gram match is in, the texts)."""
+    matches, m = record["matches"], record["result"]["matrix"]
+    woz, srl = matches["splits"]["woz.en/validation"], matches["splits"]["srl/validation"]
+    woz_context = m["woz.en/validation"]["by_field"]["context"]
+    clean = [NAMES.get(r["task"], r["task"]) for r in m.values() if not r["by_field"]["ngram"]]
+    top = max(m.values(), key=lambda r: r["by_field"]["ngram"] / r["examples"])
+    return {"woz_context": f"{woz_context:,}", "woz_context_long": f"{woz['ngram_by_field']['context']:,}",
+            "woz_context_whole": f"{woz_context - woz['ngram_by_field']['context']:,}",
+            "woz_context_quotes": quotes(woz["whole_texts"]["context"]),
+            "woz_answer_quotes": quotes(woz["whole_texts"]["answer"]), "woz_ngram_where": ngram_where(woz),
+            "woz_ngram_texts": distinct(woz, "user turn"),
+            "srl_question_quotes": quotes(srl["whole_texts"]["question"]),
+            "srl_answer_quotes": quotes(srl["whole_texts"]["answer"]), "srl_ngram_where": ngram_where(srl),
+            "srl_ngram_texts": distinct(srl, "sentence"),
+            "schema_answer_quotes": quotes(matches["splits"]["schema/validation"]["whole_texts"]["answer"]),
+            "none_in": " and ".join(clean) or "no split", "max_ngram_pct": pct(top["by_field"]["ngram"], top["examples"]),
+            "max_ngram_name": NAMES.get(top["task"], top["task"]), "rerun_date": matches["date"],
+            "rerun_commit": matches["commit"], "rerun_seconds": f"{matches['process_seconds']:.1f}",
+            "rerun_load": f"{matches['load_before'][0]:.1f}"}
+
+
 def cost_values(cost: dict) -> dict[str, str]:
-    """The placeholders of the cost section: the first implementation, the larger run, the commands."""
-    larger = cost["larger"]
+    """The placeholders of the cost section: both measurements of the first implementation against the batched
+    job (one run each, on a loaded machine), the larger run, the commands."""
+    larger, new = cost["larger"], cost["contamination_seconds"]
+    firsts = sorted((cost["first_implementation_seconds"], cost["first_implementation_earlier_seconds"]))
     return {"cost_first": f"{cost['first_implementation_seconds']:.0f}",
-            "cost_speedup": f"{cost['first_implementation_seconds'] / cost['contamination_seconds']:.1f}",
+            "cost_first_earlier": f"{cost['first_implementation_earlier_seconds']:.0f}",
+            "cost_speedup_low": f"{firsts[0] / new:.1f}", "cost_speedup_high": f"{firsts[1] / new:.1f}",
+            "load_first": cost["load"]["first_implementation"], "load_new": cost["load"]["contamination"],
             "cost_larger": (f"On {larger['corpora']} ({larger['examples']:,} examples, {larger['train_ngrams']:,} "
                             f"distinct training hashes) prepare took {larger['prepare_seconds']:.0f} s and "
                             f"contamination {larger['contamination_seconds']:.0f} s (load average {larger['load']})."),

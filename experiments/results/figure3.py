@@ -6,6 +6,7 @@ from eval.stats import Interval
 from eval.verdict import at_floor
 from experiments.results import records, zero_shot
 from experiments.results.render import mean_sd, num, table
+from experiments.results.table2 import words
 
 PAGE = "docs/results/figure3.md"
 TEMPLATE = "figure3.md"
@@ -13,16 +14,65 @@ SOURCES = ("vocabulary", "context", "question")
 LABELS = {"sst": "SST", "srl": "QA-SRL", "woz.en": "WOZ", "schema": "MWSC"}
 
 
-def source_table(record: dict) -> str:
-    """Per task: answer tokens, each source's share (mean weight), the largest, and the paper's."""
+def floor_mark(task: str, t: dict, floors: dict) -> str:
+    """The task's trivial floor (floors.json, full validation split) and whether the headline is at or below it
+    (one model: the point itself, no interval)."""
+    found = floors.get(task)
+    if not found:
+        return "-"
+    low = at_floor(Interval(t["headline"], t["headline"], t["headline"]), found["floor"])
+    return f"{num(found['floor'])} ({found['answerer']})" + (": **at or below**" if low else "")
+
+
+def at_floor_tasks(record: dict, floors: dict) -> list[str]:
+    """The tasks whose headline is at or below their trivial floor."""
+    return [LABELS[task] for task, t in record["tasks"].items()
+            if task in floors and at_floor(Interval(t["headline"], t["headline"], t["headline"]), floors[task]["floor"])]
+
+
+def floor_note(record: dict, floors: dict) -> str:
+    """'QA-SRL and MWSC at or below their trivial floors', or 'every task above its trivial floor'."""
+    low = at_floor_tasks(record, floors)
+    if not low:
+        return "every task above its trivial floor"
+    many = len(low) > 1
+    return f"{words(low)} at or below {'their' if many else 'its'} trivial floor{'s' if many else ''}"
+
+
+def floor_caveat(record: dict, floors: dict) -> str:
+    """What the floors say about the sources shared with the paper."""
+    low = at_floor_tasks(record, floors)
+    if not low:
+        return "Every task scores above its trivial floor (one model: no interval)."
+    many = len(low) > 1
+    return (f"But {words(low)} score{'' if many else 's'} at or below {'their' if many else 'its'} trivial "
+            f"floor{'s' if many else ''} (one model: no interval), and where a model scores no better than a "
+            "trivial answerer, a source shared with the paper is no sign that it learned the task.")
+
+
+def source_sentence(record: dict) -> str:
+    """Per task, the largest source's share of the answer tokens and the other sources' that are not 0."""
+    parts = []
+    for task, t in record["tasks"].items():
+        ranked = sorted(SOURCES, key=lambda s: -t["share"][s])
+        rest = [f"{num(t['share'][s])}% from the {s}" for s in ranked[1:] if t["share"][s] > 0]
+        parts.append(f"{LABELS[task]} {num(t['share'][ranked[0]])}% from the {ranked[0]}"
+                     + (f" ({', '.join(rest)})" if rest else ""))
+    return "Of the answer tokens, " + "; ".join(parts) + "."
+
+
+def source_table(record: dict, floors: dict | None = None) -> str:
+    """Per task: answer tokens, each source's share (mean weight), the largest, the paper's, and the task's
+    floor beside the headline."""
     rows = []
     for task, t in record["tasks"].items():
         top = max(SOURCES, key=lambda s: t["share"][s])
         cells = [(f"**{num(t['share'][s])}%**" if s == top else f"{num(t['share'][s])}%")
                  + f" ({num(t['mean_weight'][s], 2)})" for s in SOURCES]
-        rows.append([f"{LABELS[task]} ({t['metric']} {num(t['headline'])})", f"{t['tokens']:,}", *cells, t["paper"],
-                     "yes" if top == t["paper"] else "no"])
-    return table(["task", "answer tokens", *SOURCES, "paper's Figure 3", "same largest source"], rows, "lrrrrll")
+        rows.append([f"{LABELS[task]} ({t['metric']} {num(t['headline'])})", floor_mark(task, t, floors or {}),
+                     f"{t['tokens']:,}", *cells, t["paper"], "yes" if top == t["paper"] else "no"])
+    return table(["task", "floor (strongest trivial)", "answer tokens", *SOURCES, "paper's Figure 3",
+                  "same largest source"], rows, "llrrrrll")
 
 
 def renamed_lines(record: dict, floors: dict) -> str:
@@ -52,7 +102,16 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     same = sum(max(SOURCES, key=lambda s: t["share"][s]) == t["paper"] for t in record["tasks"].values())
     return {"date": record["date"], "commit": record["commit"], "source": record["source"],
             "machine": records.describe_machine(record["machines"]["cpu2"]), "command": record["command"],
-            "source_table": source_table(record), "renamed": renamed_lines(record, floors),
-            "same": f"{same} of {len(record['tasks'])}", "alone_ha": alone["sst.happy_angry"],
+            "source_table": source_table(record, floors), "renamed": renamed_lines(record, floors),
+            "same": f"{same} of {len(record['tasks'])}", "floor_caveat": floor_caveat(record, floors),
+            "sources": source_sentence(record), "alone_ha": alone["sst.happy_angry"],
             "alone_su": alone["sst.supportive_unsupportive"], "mwsc_ha": mwsc["sst.happy_angry"],
             "mwsc_su": mwsc["sst.supportive_unsupportive"]}
+
+
+def index_values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
+    """The figures of README.md's index line (experiments/results/readme.py)."""
+    record = record or records.load("figure3")
+    floors = floors if floors is not None else records.floors()
+    same = sum(max(SOURCES, key=lambda s: t["share"][s]) == t["paper"] for t in record["tasks"].values())
+    return {"same": f"{same} of {len(record['tasks'])}", "floor_note": floor_note(record, floors)}

@@ -58,11 +58,32 @@ def span(values: list[float], digits: int = 2) -> tuple[str, str]:
     return num(min(values), digits), num(max(values), digits)
 
 
+def step_seconds(row: dict) -> float:
+    """A bench row's seconds per step from its examples per batch over its examples/s (the printed s/step has one
+    decimal)."""
+    return row["examples_per_batch"] / row["examples_per_s"]
+
+
+def step_values(record: dict) -> dict[str, str]:
+    """Training steps' seconds at each budget, row by row, and how many times longer the larger budget's are."""
+    small, large = record["runs"]
+    at_large = {(x["configuration"], x["phase"]): x for x in large["rows"]}
+    pairs = [(r, at_large[r["configuration"], r["phase"]]) for r in small["rows"]
+             if r["phase"].startswith("train") and (r["configuration"], r["phase"]) in at_large]
+    rows = [[r["phase"], r["configuration"], num(step_seconds(r), 3), num(step_seconds(x), 3),
+             f"x{step_seconds(x) / step_seconds(r):.2f}"] for r, x in pairs]
+    out = {"step_table": table(["phase", "configuration", f"s/step at {small['settings']['budget']:,}",
+                                f"at {large['settings']['budget']:,}", "longer by"], rows)}
+    out["step_small_low"], out["step_small_high"] = span([step_seconds(r) for r, _ in pairs], 3)
+    out["step_large_low"], out["step_large_high"] = span([step_seconds(x) for _, x in pairs], 3)
+    out["step_ratio_low"], out["step_ratio_high"] = span([step_seconds(x) / step_seconds(r) for r, x in pairs], 1)
+    return out
+
+
 def bench_values(record: dict) -> dict[str, str]:
     """The figures of the two bench runs: step times, MFU, bf16's speed and memory ranges, the larger budget's gain."""
     small, large = record["runs"]
-    out = {}
-    out["train_step_low"], out["train_step_high"] = span([r["s_per_step"] for r in rows_of(record, phase="train")], 1)
+    out = step_values(record)
     for precision_ in ("bf16", "fp32"):
         out[f"mfu_max_{precision_}"] = num(max(m for r in rows_of(record, precision_) if (m := mfu(record, r)) is not None), 2)
     out["speed_low"], out["speed_high"] = span([r["speed_vs_fp32"] for r in rows_of(record, "bf16")])
@@ -103,9 +124,25 @@ def curve_table(curve: list[dict], best: dict) -> str:
                   "MFU"], rows)
 
 
+def overfits(best: dict, last: dict) -> str:
+    """What the kept rows after the best say: overfitting where the training loss fell while the moving-average EM
+    ended lower."""
+    if last is best:
+        return "the best kept row is the last, so the kept rows show no overfitting"
+    if last["train_loss"] < best["train_loss"] and last["em_moving_average"] < best["em_moving_average"]:
+        return "the model overfits"
+    return "the kept rows show no overfitting"
+
+
+def logged_rows(sst: dict) -> int:
+    """How many validations the run logged: one every `every` iterations, and one at its last iteration."""
+    last, every = sst["curve"][-1]["iteration"], sst["settings"]["every"]
+    return last // every + (last % every > 0)
+
+
 def sst_values(sst: dict) -> dict[str, str]:
-    """The 5-minute SST run: its table, best moving average (minute, iteration), rate, MFU, the loss after the
-    best, and the SST recipe's spread between seeds beside it."""
+    """The 5-minute SST run: its table, best moving average of the kept rows (minute, iteration), rate, MFU, the
+    loss after the best, and the SST recipe's spread between seeds beside it."""
     curve, settings = sst["curve"], sst["settings"]
     best, last = best_moving_average(curve), curve[-1]
     ems = precision.sst_ems()
@@ -116,7 +153,8 @@ def sst_values(sst: dict) -> dict[str, str]:
             "best_ma": num(best["em_moving_average"]), "best_ma_minutes": num(best["minutes"]),
             "best_ma_iteration": f"{best['iteration']:,}", "best_loss": num(best["train_loss"], 3),
             "last_loss": num(last["train_loss"], 3), "last_ma": num(last["em_moving_average"]),
-            "last_iteration": f"{last['iteration']:,}",
+            "last_iteration": f"{last['iteration']:,}", "overfits": overfits(best, last),
+            "kept_rows": str(len(curve)), "logged_rows": str(logged_rows(sst)),
             "iterations_per_s": num(last["iteration"] / (60 * last["minutes"])),
             "tokens_median": f"{statistics.median(p['tokens_per_s'] for p in curve[1:]):,.0f}",
             "sst_mfu": num(max(p["mfu_pct"] for p in curve), 2), "cpu_spread": mean_sd(ems),

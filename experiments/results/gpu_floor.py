@@ -11,6 +11,8 @@ import json
 import statistics
 from pathlib import Path
 
+from experiments.results import gpu_floor_checks as checks
+from experiments.results.gpu_floor_checks import FP32, find, find_all, latest, profile_rows, profile_table, repeat_note
 from experiments.results.render import fill, template
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,20 +23,7 @@ PAPER_ITERATIONS = 560_000
 # issue 44's targets (issue 35's were 40 ms, 30 ms, x3, x5, 6 h); a target is met only when every measurement
 # behind it meets it
 TARGETS = {"train step ms": 30.0, "greedy ms": 30.0, "train ratio": 3.0, "decode ratio": 6.0, "paper hours": 5.0}
-PROFILE_COLUMNS = ("configuration", "phase", "ms/step", "kernels", "launches", "syncs", "busy ms", "floor ms", "same ids")
-FP32 = ("fp32", "fp32+graphs")  # profile configurations whose training step is the same (graphs switch decoding)
 GRAPHS = ("cuda_graphs", "cuda_graphs_all")  # side-by-side variants that decode with CUDA graphs
-
-
-def profile_rows(run: Path) -> list[dict[str, str]]:
-    """The rows of a run's profile tables (bench/gpu_profile.py's, in profile*.txt), as dicts."""
-    rows = []
-    for path in sorted(run.glob("profile*.txt")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if line.startswith("| ") and len(cells) == len(PROFILE_COLUMNS) and cells[0] != "configuration":
-                rows.append(dict(zip(PROFILE_COLUMNS, cells)))
-    return rows
 
 
 def cores(run: Path) -> int | None:
@@ -92,33 +81,6 @@ def side_by_side_table(runs: dict[str, Path]) -> list[str]:
     return lines
 
 
-def profile_table(rows: list[dict[str, str]]) -> list[str]:
-    lines = [f"| {' | '.join(PROFILE_COLUMNS)} |", "|" + "---|" * len(PROFILE_COLUMNS)]
-    return lines + [f"| {' | '.join(r[c] for c in PROFILE_COLUMNS)} |" for r in rows]
-
-
-def find_all(rows: list[dict[str, str]], configs: tuple[str, ...], phase_start: str,
-             column: str = "ms/step") -> list[float]:
-    """`column` of every row of `configs` whose phase starts with `phase_start` (no exact-lengths row)."""
-    return [float(r[column]) for r in rows
-            if r["configuration"] in configs and r["phase"].startswith(phase_start) and "exact" not in r["phase"]]
-
-
-def find(rows: list[dict[str, str]], config: str, phase_start: str, column: str = "ms/step") -> float | None:
-    """`column` of the first row of `config` whose phase starts with `phase_start` (not an exact-lengths row)."""
-    found = find_all(rows, (config,), phase_start, column)
-    return found[0] if found else None
-
-
-def latest(runs: dict[str, Path], measure) -> tuple[str | None, list[float]]:
-    """The last run (in name order) for which `measure(run)` gives values, and those values."""
-    for name in reversed(list(runs)):
-        values = measure(runs[name])
-        if values:
-            return name, values
-    return None, []
-
-
 def ratios(run: Path, variants: tuple[str, ...], case: str) -> list[float]:
     """The per-round ratios of `case` in the first of `variants` that the run measured."""
     found = side_by_side(run)
@@ -156,34 +118,22 @@ def targets_met(runs: dict[str, Path]) -> tuple[int, int]:
     return sum(line.endswith("| met |") for line in rows), len(rows)
 
 
-def repeat_note(runs: dict[str, Path]) -> str:
-    """How far apart two measurements of the same training step lie in the latest run that made two."""
-    name, steps = latest(runs, lambda r: (lambda v: v if len(v) > 1 else [])(
-        find_all(profile_rows(r), FP32, "train step, squad")))
-    if not steps:
-        return ""
-    return (f"The profile's step times are each one process's median over its steps, and the same SQuAD step "
-            f"measured in two processes of one lease gave {min(steps):.1f} and {max(steps):.1f} ms ({name}, "
-            f"x{max(steps) / min(steps):.2f}): a change smaller than that is not shown by one profile.")
-
-
 def parts(records: Path = RECORDS) -> dict[str, str]:
     """The page's parts (its template's placeholders), from `records`."""
     meta = json.loads((records / "runs.json").read_text(encoding="utf-8"))
     runs = {name: records / name for name in sorted(meta)}
     profiles = {name: profile_rows(run) for name, run in runs.items()}
-    first, second = profiles["run1"], profiles["run2"]
-    k1, k2 = (find(p, "fp32", "train step, squad", "kernels") for p in (first, second))
-    s1, s2 = find(first, "fp32", "train step, squad"), find(second, "fp32", "train step, squad")
+    second = profiles["run2"]
+    s1, s2 = find(profiles["run1"], "fp32", "train step, squad"), find(second, "fp32", "train step, squad")
     g0, g1 = find(second, "fp32", "greedy 256x50, squad"), find(second, "fp32+graphs", "greedy 256x50, squad")
     met, total = targets_met(runs)
     head = [*header(meta, runs), "## Against the targets (issue 44)", "", *targets_table(runs)]
+    graph_runs = {n for n, run in runs.items() if any(v in GRAPHS for v, _ in side_by_side(run))
+                  or any(r["configuration"].endswith("+graphs") for r in profiles[n])}
     rest = [
-        "What moved between the runs: running the encoder's BiLSTMs unpacked, each "
-        f"direction on its own (the backward one on each row reversed in place) took a SQuAD-shaped fp32 training "
-        f"step from {s1:.1f} ms and {k1:,.0f} kernels (run1) to {s2:.1f} ms and {k2:,.0f} kernels (run2); capturing "
-        f"a greedy decoding step as a CUDA graph took SQuAD decoding from {g0:.1f} ms to {g1:.1f} ms with the same "
-        f"ids. {repeat_note(runs)}",
+        f"What moved between the runs: {checks.unpacking_note(profiles)}; capturing a greedy decoding step as a "
+        f"CUDA graph took SQuAD decoding from {g0:.1f} ms to {g1:.1f} ms with the same ids (run2). "
+        f"{repeat_note(runs)}",
         "",
         "## Side by side with the original MQAN (../shared/speedcheck, DEVICE=cuda)",
         "",
@@ -196,7 +146,8 @@ def parts(records: Path = RECORDS) -> dict[str, str]:
         *side_by_side_table(runs),
         "",
         *profile_sections(meta, profiles),
-        *closing_sections(find(second, "bf16+graphs", "train step, squad"), s1, s2),
+        *closing_sections(find(second, "bf16+graphs", "train step, squad"), s1, s2,
+                          checks.syncs_note(profiles), checks.tests_note(runs, graph_runs)),
     ]
     return {"head": "\n".join(head), "targets_met": f"{met} of {total}", "rest": "\n".join(rest)}
 
@@ -278,18 +229,16 @@ def profile_sections(meta: dict, profiles: dict[str, list[dict[str, str]]]) -> l
     return out
 
 
-def closing_sections(bf16: float, s1: float, s2: float) -> list[str]:
-    """What else the records say (bf16, synchronisations) and what was not done."""
+def closing_sections(bf16: float, s1: float, s2: float, syncs: str, tests: str) -> list[str]:
+    """What else the records say (bf16, synchronisations, the GPU tests) and what was not done."""
     return [
         "## What the records also say",
         "",
         f"- bf16 autocast made the unpacked cuDNN RNN slow (run2): a SQuAD step took {bf16:.1f} ms in bf16 against "
         f"{s2:.1f} ms in fp32 with about the same GPU work, a host-side cost. bf16 on a GPU therefore keeps the "
         "packed path (mqan/packing.py, `run_unpacked`); that configuration was not measured again.",
-        "- Synchronisations: about 0.4 per training step (the optimizer's first-step state, averaged), and 10-13 "
-        "per greedy decoding (the check for the end every 8 steps, the candidates' `unique` once per batch, the "
-        "final copy of the ids). Every run's tests.txt holds the GPU tests (no synchronisation in a step under "
-        "`torch.cuda.set_sync_debug_mode`, graph replay equal to eager decoding in fp32 and bf16, packing exact).",
+        f"- {syncs}",
+        f"- {tests}",
         f"- The paper's {PAPER_ITERATIONS:,} iterations at run1's fp32 SQuAD step would take "
         f"{PAPER_ITERATIONS * s1 / 1000 / 3600:.1f} hours, at run2's {PAPER_ITERATIONS * s2 / 1000 / 3600:.1f}; "
         "the paper's mix of tasks has shorter steps on average.",

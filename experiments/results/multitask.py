@@ -52,12 +52,28 @@ def joint_facts(record: dict, prefix: str) -> dict[str, str]:
             f"{prefix}_runs": ", ".join(f"`{r['run']}`" for r in record["runs"].values())}
 
 
+def where(value: float, floor: float) -> str:
+    """'under', 'at' or 'above' the floor, at the one decimal the page prints."""
+    shown, level = round(value, 1), round(floor, 1)
+    return "under" if shown < level else "at" if shown == level else "above"
+
+
+def recipe_facts(recipe: dict, floors: dict) -> dict[str, str]:
+    """SST and MWSC in the recipe's joint run: at its best checkpoint, against their floors, and MWSC at the end."""
+    joint = recipe["runs"]["fully_joint"]
+    best, majority, floor = joint["best"], floors["sst"]["floors"]["constant answer"], floors["schema"]["floor"]
+    end = joint["curves"]["schema"][-1]
+    return {"recipe_best_iteration": f"{best['_iteration']:,}", "recipe_sst": num(best["sst"]),
+            "recipe_sst_where": where(best["sst"], majority), "sst_majority": num(majority),
+            "recipe_mwsc": num(best["schema"]), "recipe_mwsc_where": where(best["schema"], floor),
+            "recipe_mwsc_end": num(end[-1]), "recipe_end_iteration": f"{end[0]:,}", "mwsc_floor": num(floor)}
+
+
 def values(floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/multitask.md."""
     floors = floors if floors is not None else records.floors()
     early, recipe = records.load("multitask"), records.load("multitask_recipe")
-    joint = recipe["runs"]["fully_joint"]["best"]
     return {"early_table": results_table(early, floors), "recipe_table": results_table(recipe, floors),
-            **joint_facts(early, "early"), **joint_facts(recipe, "recipe"),
-            "recipe_sst": num(joint["sst"]), "sst_majority": num(floors["sst"]["floors"]["constant answer"]),
-            "recipe_mwsc": num(joint["schema"]), "mwsc_floor": num(floors["schema"]["floor"])}
+            **joint_facts(early, "early"), **joint_facts(recipe, "recipe"), **recipe_facts(recipe, floors),
+            "early_date": early["date"], "early_commit": early["commit"], "recipe_date": recipe["date"],
+            "recipe_commit": recipe["commit"]}

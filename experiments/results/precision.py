@@ -3,12 +3,13 @@ eval/verdict.py's verdict on "bf16 changes the quality" per task, and the SST re
 fp32 runs (this record's and the zero-shot models', docs/results/zero_shot_seeds.json)."""
 from __future__ import annotations
 
-from experiments.results import records, zero_shot
+from experiments.results import records, speed, speedcheck, zero_shot
 from experiments.results.render import floor_cell, floor_of, interval, judge, mean_sd, num, table
 
 PAGE = "docs/results/precision.md"
 TEMPLATE = "precision.md"
 METRIC = {"sst": "EM", "srl": "nF1"}
+MQAN = ("mqan", "qptr")  # one model: mqan/model.py's VARIANTS gives `mqan` as an alias of `qptr`
 
 
 def runs_table(record: dict, task: str) -> str:
@@ -29,11 +30,35 @@ def by_task(record: dict, task: str) -> list[dict]:
 
 def pairs(record: dict, task: str) -> tuple[list[float], list[float], list[int]]:
     """fp32 and bf16 best figures of `task`, seed by seed (the seeds that have both), and those seeds."""
-    found: dict[int, dict[str, float]] = {}
+    found = paired_runs(record, task)
+    seeds = sorted(found)
+    return [found[s]["fp32"]["scores"][task] for s in seeds], [found[s]["bf16"]["scores"][task] for s in seeds], seeds
+
+
+def paired_runs(record: dict, task: str) -> dict[int, dict[str, dict]]:
+    """seed -> precision -> run, for the seeds of `task` that ran in both precisions."""
+    found: dict[int, dict[str, dict]] = {}
     for r in by_task(record, task):
-        found.setdefault(r["seed"], {})[r["precision"]] = r["scores"][task]
-    seeds = sorted(s for s, p in found.items() if {"fp32", "bf16"} <= set(p))
-    return [found[s]["fp32"] for s in seeds], [found[s]["bf16"] for s in seeds], seeds
+        found.setdefault(r["seed"], {})[r["precision"]] = r
+    return {s: p for s, p in found.items() if {"fp32", "bf16"} <= set(p)}
+
+
+def rising(record: dict, task: str) -> list[bool | None]:
+    """Each paired run's `still_rising` as the record holds it (None: unknown, no curve kept)."""
+    return [p[side].get("still_rising") for _, p in sorted(paired_runs(record, task).items())
+            for side in ("fp32", "bf16")]
+
+
+def ends_at_best(record: dict, task: str) -> str:
+    """What the record can say of the paired runs' curves: whether each run's best came at its last iteration."""
+    runs = [r for p in paired_runs(record, task).values() for r in p.values()]
+    known = [r.get("still_rising") for r in runs]
+    if all(k is not None for k in known):
+        return f"{sum(map(bool, known))} of {len(runs)} curves were still rising at the end (eval/verdict.py's rule)"
+    last = sum(r["best_iteration"] == r["iterations"] for r in runs)
+    which = "both" if last == len(runs) == 2 else f"{last} of the {len(runs)}"
+    return (f"The record keeps no curves, so whether they still rose at the end is unknown (eval/verdict.py's "
+            f"rising rule could not be applied); {which} runs had their best at their last validation")
 
 
 def verdict_table(record: dict, floors: dict) -> tuple[str, str]:
@@ -43,7 +68,7 @@ def verdict_table(record: dict, floors: dict) -> tuple[str, str]:
     for task in METRIC:
         fp32, bf16, seeds = pairs(record, task)
         floor = floor_of(floors.get(task))
-        change, said = judge(fp32, bf16, 0.0, floor=floor, paired=True)
+        change, said = judge(fp32, bf16, 0.0, floor=floor, rising=rising(record, task), paired=True)
         head, _, why = said.partition(":")
         heads.append(f"{task} {head}")
         rows.append([task, ", ".join(map(str, seeds)), mean_sd(fp32), mean_sd(bf16), floor_cell(floors.get(task)),
@@ -83,11 +108,11 @@ def out_dir(command: str) -> str | None:
 def sst_ems(record: dict | None = None) -> list[float]:
     """The SST EM of each distinct fp32 run of the SST recipe (the MQAN model): this page's runs, and the
     zero-shot page's single-task SST models that are not among them (those ran the recipe's command, fp32 by
-    default). A run on both pages is counted once; a bf16 run or another model variant not at all."""
+    default). A run on both pages is counted once; a bf16 run or another model variant (not MQAN) not at all."""
     record = record or records.load("precision")
     ours = {out_dir(r["command"]) or r["name"]: r for r in by_task(record, "sst")}
     ems = [r["scores"]["sst"] for r in ours.values()
-           if r["precision"] == "fp32" and r.get("variant", "mqan") == "mqan"]
+           if r["precision"] == "fp32" and r.get("variant", "mqan") in MQAN]
     group = next(g for g in records.load("zero_shot")["groups"] if g["name"] == "SST alone")
     found = records.load(group["record"])
     return ems + [found[key]["sst"]["em"] for key, _ in group["models"] if key not in ours]
@@ -97,6 +122,30 @@ def sst_spread(record: dict | None = None) -> str:
     """The SST recipe's EM over its distinct fp32 runs (mean ± sd, n)."""
     ems = sst_ems(record)
     return f"{mean_sd(ems)} EM over {len(ems)} fp32 runs"
+
+
+def table2_note(record: dict, table2: dict) -> str:
+    """How the seed-11 fp32 SST run (the +QPtr command) stands to Table 2's run of the same name."""
+    ours = next((r for r in by_task(record, "sst") if r["name"] == "sst-qptr-s11"), None)
+    theirs = next((r for r in table2["runs"] if ours and r["name"] == ours["name"]), None)
+    if ours is None or theirs is None:
+        return ""
+    said = (f"the seed-11 fp32 run ran Table 2's +QPtr command (`model.variant=qptr`, the same model as `mqan` in "
+            f"mqan/model.py; seed 11) at commit {ours['commit']}")
+    if (theirs["commit"], theirs["params_digest"]) == (ours["commit"], ours["params_digest"]):
+        return said + ": the run Table 2 holds"
+    return (said + f"; Table 2 now holds another run of that command (commit {theirs['commit']}: "
+            f"{num(theirs['scores']['sst'])} EM, against {num(ours['scores']['sst'])} here)")
+
+
+def paper_size_bf16() -> str:
+    """bf16 against fp32 at the paper's sizes, case by case, from speed.md's latest session with both."""
+    session = speed.bf16_session(speedcheck.sessions())
+    if session is None:
+        return "speed.md has no session of bf16 beside fp32"
+    said = "; ".join(f"{case}: {word}" for case, word in speed.bf16_standing(session).items())
+    return (f"in [speed.md](speed.md)'s {session.name}, on an {speed.cpu_of(session)}, bf16's examples/s against "
+            f"fp32's: {said}")
 
 
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
@@ -109,7 +158,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
            "srl_runs": runs_table(record, "srl"), "verdict_table": verdict_table(record, floors)[0],
            "verdicts": verdict_table(record, floors)[1],
            "memory_table": memory_table(record), "agreement_table": agreement_table(record),
-           "sst_spread": sst_spread(record), "agreement_commands": "\n".join(
+           "sst_spread": sst_spread(record), "table2_note": table2_note(record, records.load("table2")),
+           "paper_bf16": paper_size_bf16(), "srl_rising": ends_at_best(record, "srl"), "agreement_commands": "\n".join(
                f"    .venv/bin/python {c}" for c in record["agreement"]["commands"])}
     for task in METRIC:
         speed = {r["precision"]: r["tokens_per_s"] for r in by_task(record, task) if r["seed"] == 123}

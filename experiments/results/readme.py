@@ -16,12 +16,13 @@ INDEX = (
                   "a verdict on every step: {{tally}}. MWSC figures lie at {{mwsc_low}}-{{mwsc_high}} against "
                   "a {{mwsc_floor}} floor ({{mwsc_answerer}})."),
     ("table3.md", "**Table 3 in miniature**: fully joint, SQuAD-first and curriculum on a SQuAD-derived task plus "
-                  "four; verdicts: {{tally}} (squad_dev at {{squad_low}}-{{squad_high}} nF1 under its {{squad_floor}} "
-                  "floor, the context's {{squad_answerer}}; WOZ still rising)."),
+                  "four; verdicts: {{tally}} (squad_dev at {{squad_low}}-{{squad_high}} nF1, {{squad_where}} its "
+                  "{{squad_floor}} floor, the context's {{squad_answerer}}; WOZ still rising in {{woz_rising}})."),
     ("zero_shot.md", "**Zero-shot renamed labels**: {{verdict_summary}} Single-task SST models put the right new "
                      "label first for {{first_alone_su_low}}-{{first_alone_su_high}}% of reviews on "
                      "supportive/unsupportive but {{first_alone_ha_low}}-{{first_alone_ha_high}}% on happy/angry."),
-    ("figure3.md", "**Figure 3**: the fully joint model's largest answer source is the paper's on {{same}} tasks."),
+    ("figure3.md", "**Figure 3**: the fully joint model's largest answer source is the paper's on {{same}} tasks "
+                   "({{floor_note}}; one model)."),
     ("precision.md", "**bf16 in quality**, paired by seed (SST {{sst_seeds}}, QA-SRL {{srl_seeds}}): verdicts "
                      "{{verdicts}}; QA-SRL's floor {{srl_floor}}. The SST recipe's spread between runs is {{sst_spread}}."),
     ("glove_single_vs_joint.md", "**GloVe recipe, single-task vs fully joint** (issue 10): single-task best SST {{sst_best}} EM, "
@@ -34,8 +35,7 @@ INDEX = (
     ("transfer.md", "**Figure 4, transfer** to German→English: BLEU {{pre_tail}} from a four-task model against "
                      "{{rnd_tail}} from random initialization over the last {{last}} iterations; {{verdict}}."),
     ("contamination.md", "**Train/evaluation overlap** on the real SST, WOZ, QA-SRL and MWSC (`deca contamination`): "
-                         "a 13-gram shared with training data in {{woz_ngram}} WOZ and {{srl_ngram}} QA-SRL validation "
-                         "examples, none in SST or MWSC."),
+                         "a 13-gram shared with training data in {{ngram_matches}}."),
     ("speed.md", "**Speed and memory** side by side with the original MQAN (`../shared/speedcheck`, the same "
                  "allocator for both): {{in_short}}; {{targets_met}} of issue 44's CPU targets met (every round of the latest session on each CPU)."),
     ("speedcheck_summary.md", "**Speedcheck rounds**: every process behind speed.md."),
@@ -49,15 +49,17 @@ INDEX = (
     ("reliability.md", "**Reliability**: the fault bench (`tests/faults/`, issues 12, 24, 34 and 42): {{tally}}."),
     ("serve_fairness.md", "**Serving fairness** (issue 34): while a call of 64 x 20,000 characters runs, "
                           "one-sentence calls wait p99 {{budget_p99}} with the token budget, {{ray_p99}} on Ray "
-                          "Serve, {{unbudgeted_p99}} without the budget; target: {{verdict}}."),
+                          "Serve, {{unbudgeted_p99}} without the budget; target: {{verdict}}; {{serve_caveat}}."),
 )
 
 
 def line(page: str, text: str, generated: dict[str, str]) -> str:
-    """One index line; its placeholders filled from the page's module when the page is generated."""
+    """One index line; its placeholders filled from the page's module when the page is generated (its
+    `index_values` where it has them, else its `values`), and from `extra`."""
     name = f"docs/results/{page}"
     if name in generated:
-        text = fill(text, _used(text, importlib.import_module(generated[name]).values()))
+        module = importlib.import_module(generated[name])
+        text = fill(text, _used(text, {**getattr(module, "index_values", module.values)(), **extra(page)}))
     return f"- [{page}]({name}): {text}"
 
 
@@ -67,12 +69,51 @@ def _used(text: str, values: dict[str, str]) -> dict[str, str]:
     return {k: values[k] for k in set(PLACEHOLDER.findall(text))}
 
 
+def ngram_matches(record: dict | None = None) -> dict[str, str]:
+    """Per task, the validation examples sharing a 13-gram with training data (docs/results/records/
+    contamination.json): '28 WOZ and 4 QA-SRL validation examples, none in SST or MWSC'."""
+    from experiments.results.figure3 import LABELS
+    from experiments.results.table2 import words
+
+    matrix = (record or records.load("contamination"))["result"]["matrix"]
+    counts = {LABELS.get(m["task"], m["task"]): m["by_field"]["ngram"] for m in matrix.values()}
+    found = [f"{n:,} {task}" for task, n in counts.items() if n]
+    none = [task for task, n in counts.items() if not n]
+    said = f"{words(found)} validation examples" if found else "no validation example"
+    return {"ngram_matches": said + (f", none in {' or '.join(none)}" if found and none else "")}
+
+
+def serve_caveat(record: dict | None = None) -> dict[str, str]:
+    """How many greedy steps the served model took on a long row (docs/results/records/serve_fairness.json)."""
+    steps = (record or records.load("serve_fairness"))["floor"]["row_answer_tokens"]
+    return {"serve_caveat": f"the model answers each long row in {steps} greedy step{'s' if steps != 1 else ''}, so "
+                            "interruptions within a row are tested only with a fake model"}
+
+
+def extra(page: str) -> dict[str, str]:
+    """The figures of an index line that its page's module does not give, read from the page's record here."""
+    return {"contamination.md": ngram_matches, "serve_fairness.md": serve_caveat}.get(page, dict)()
+
+
+def gpu_runs_note() -> str:
+    """Which Table 2 runs, if any, ran on a GPU (docs/results/records/table2.json)."""
+    record = records.load("table2")
+    from experiments.results.figure3 import LABELS
+
+    on_gpu = sorted({LABELS.get(r["task"], r["task"]) for r in record["runs"]
+                     if (record["machines"].get(r["machine"]) or {}).get("gpu")})
+    return f", and some of Table 2's {' and '.join(on_gpu)} runs on one" if on_gpu else ""
+
+
 def section(generated: dict[str, str]) -> str:
     """The generated index between the markers."""
     lines = [line(page, text, generated) for page, text in INDEX]
-    intro = ("Short runs on the real corpora (`../shared/corpora`) on 2 CPU cores, one page each; every figure "
-             "on a generated page comes from its record (docs/results/records/, `make results`), every verdict "
-             "from eval/verdict.py.")
+    intro = ("One page per experiment: short runs, mostly on the real corpora (`../shared/corpora`; serve_fairness.md "
+             "serves the miniature pipeline's model) and mostly on small CPU machines (gpu.md and gpu_floor.md on one "
+             f"GPU{gpu_runs_note()}). The figures come from each page's record (docs/results/records/, `make "
+             "results`) except where a page says they were transcribed or typed; verdicts on the paper's claims come "
+             "from eval/verdict.py, the met or missed of an engineering target (speed, gpu_floor, serve_fairness, "
+             "scale) from that page's own rule.")
     return "\n".join([BEGIN, "", intro, "", *lines, "", END])
 
 

@@ -54,6 +54,25 @@ def tally(cases: list[dict]) -> str:
     return text + (f"; {left} cases not run" if left else "")
 
 
+def tests_of(cases: list[dict]) -> str:
+    """How many tests the cases come from, and which tests carry more than one case (each such case shows its
+    test's whole time)."""
+    by_test: dict[str, list[dict]] = {}
+    for c in cases:
+        by_test.setdefault(c["test"] or c["name"], []).append(c)
+    shared = [(t, found) for t, found in by_test.items() if len(found) > 1]
+    text = f"{len(cases)} case{'s' * (len(cases) != 1)} from {len(by_test)} test{'s' * (len(by_test) != 1)}"
+    if shared:
+        text += "; " + "; ".join(f"{len(found)} cases are one test (`{t}`), each showing its "
+                                 f"{found[0]['seconds']:.1f} s" for t, found in shared)
+    return text
+
+
+def seconds(cases: list[dict]) -> float:
+    """The time of the tests behind `cases`, each test once."""
+    return sum({c["test"] or c["name"]: c["seconds"] for c in cases}.values())
+
+
 def not_run(cases: list[dict]) -> str:
     """A line per case not run, saying why."""
     lines = [f"  - {c['name']}: {cell(c['evidence'])}" for c in cases if c["verdict"] == "not run"]
@@ -78,10 +97,10 @@ def values(record: dict | None = None) -> dict[str, str]:
             "machine": machine, "minutes": f"{record['minutes']:.1f}",
             "load_before": ", ".join(f"{x:g}" for x in record["load"]["before"]),
             "load_after": ", ".join(f"{x:g}" for x in record["load"]["after"]),
-            "fast_seconds": f"{sum(c['seconds'] for c in fast):.0f}", "fast": str(len(fast)),
+            "fast_seconds": f"{seconds(fast):.0f}", "fast": str(len(fast)),
             "slow_share": ", most of it the slow tests" if any(c["kind"] == "slow" and c["verdict"] != "not run"
                                                             for c in cases) else "",
-            "cases": str(len(cases)), "tally": tally(cases), "tables": group_tables(cases),
+            "cases": tests_of(cases), "tally": tally(cases), "tables": group_tables(cases),
             "not_run": not_run(cases), "not_handled": not_handled(cases), "provenance": provenance(record)}
 
 

@@ -14,8 +14,8 @@ from typing import Iterable, Sequence
 from eval import clustered
 from eval.stats import Interval, seed_difference, seed_interval
 from eval.steps import Judged
-from eval.verdict import (FAILS, INCONCLUSIVE, NOT_TESTED, UNDERPOWERED, at_floor, below_floor, power_note,
-                          still_rising, verdict)
+from eval.verdict import (FAILS, INCONCLUSIVE, NOT_TESTED, RISING_UNKNOWN, UNDERPOWERED, at_floor, below_floor,
+                          power_note, rising_unknown, still_rising, verdict)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PLACEHOLDER = re.compile(r"\{\{([a-z0-9_]+)\}\}")
@@ -89,11 +89,12 @@ def rising_until(curve: Sequence[Sequence[float]], upto: float | None = None) ->
 
 
 def judge(before: Sequence[float], after: Sequence[float], paper: float, *, floor: float | None = None,
-          rising: Sequence[bool] = (), paired: bool = False) -> tuple[Interval, str]:
+          rising: Sequence[bool] = (), paired: bool = False, digits: int = 1) -> tuple[Interval, str]:
     """The change of the seed means (after - before) with its Welch interval (`paired`: the t interval of the
     per-seed differences, the sides listed seed by seed), and eval/verdict.py's verdict with why: the side
     wholly below its floor ("fails"), the side reaching it, the rising curve, or the seeds when fewer than
-    MIN_SEEDS. `floor`: the task's strongest trivial floor (docs/results/records/floors.json)."""
+    MIN_SEEDS. `floor`: the task's strongest trivial floor (docs/results/records/floors.json), said with
+    `digits` decimals."""
     if paired and len(before) != len(after):
         raise ValueError("paired sides need one value per seed each")
     change = seed_interval([b - a for a, b in zip(before, after)]) if paired else seed_difference(before, after)
@@ -102,13 +103,15 @@ def judge(before: Sequence[float], after: Sequence[float], paper: float, *, floo
     said = verdict(change, paper, floors=floors, rising=rising, below=below)
     reasons = []
     if said == FAILS:
-        reasons.append(f"a side's interval lies wholly below the {floor:.1f} floor")
+        reasons.append(f"a side's interval lies wholly below the {floor:.{digits}f} floor")
     elif any(floors):
         single = min(len(before), len(after)) < 2
-        reasons.append(f"one run a side gives no interval clear of the {floor:.1f} floor" if single
-                       else f"a side's interval reaches the {floor:.1f} floor")
+        reasons.append(f"one run a side gives no interval clear of the {floor:.{digits}f} floor" if single
+                       else f"a side's interval reaches the {floor:.{digits}f} floor")
     if any(rising):
         reasons.append("a validation curve still rising over the last third of its budget")
+    if rising_unknown(rising, said):
+        reasons.append(RISING_UNKNOWN)
     if said == INCONCLUSIVE and min(len(before), len(after)) < MIN_SEEDS:
         n = min(len(before), len(after))
         reasons.append(f"{n} seed{'s' if n != 1 else ''} a side")
@@ -132,6 +135,8 @@ def reasons(judged: Judged, unit: str | None = None) -> list[str]:
         out.append(RISING)
     if said == UNDERPOWERED:
         out.append(power_note(judged.mde, step.paper))
+    if rising_unknown(step.rising, said):
+        out.append(RISING_UNKNOWN)
     method = judged.change.method
     out.append(f"clustered by {unit}" if method == clustered.CLUSTERED and unit else method)
     return out

@@ -11,6 +11,8 @@ TEMPLATE = "speed.md"
 TARGETS = {"train": 2.0, "decode": 3.0}
 RSS_BASELINE = "2026-11-26-fp32"
 HEADLINE = "fp32 (the default)"  # the one configuration the headline quotes (a run.json `variants` label)
+TRIED = ("2026-11-29-fp32-narrow", "2026-11-29-fp32")  # a change tried and reverted, and the session it is set against
+WORDS = {"examples_per_s": ("examples/s", "faster", "slower"), "peak_rss_gb": ("peak RSS", "higher", "lower")}
 
 
 def ratio(summary: tuple[float, float, float], digits: int = 2, prefix: str = "x") -> str:
@@ -19,14 +21,25 @@ def ratio(summary: tuple[float, float, float], digits: int = 2, prefix: str = "x
     return f"{prefix}{med:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
 
 
+def cell(found: speedcheck.Rounds, cores: int, field: str, prefix: str) -> str:
+    """`field`'s ratio over the calm rounds (calm()), saying how many of the rounds were calm when not all."""
+    kept, n = calm(found, cores), len(found.original)
+    if not kept.original:
+        return f"no calm round (0 of {n})"
+    text = ratio(kept.summary(field), prefix=prefix)
+    k = len(kept.original)
+    return text if k == n else f"{text}, {k} of {n} rounds calm"
+
+
 def ratio_table(sessions: list[speedcheck.Session], field: str, prefix: str) -> str:
-    """One row per session and variant, one column per case: the median ratio of `field` and its min-max."""
+    """One row per session and variant, one column per case: the median ratio of `field` over the calm rounds
+    and its min-max (a cell says how many of its rounds were calm when not all)."""
     rows = []
     for s in sessions:
         found = {(r.variant, r.case): r for r in speedcheck.rounds(s)}
         for variant, what in s.meta["variants"].items():
             n = {len(r.original) for (v, _), r in found.items() if v == variant}
-            cells = [ratio(found[variant, c].summary(field), prefix=prefix) if (variant, c) in found else "-"
+            cells = [cell(found[variant, c], s.machine["cores"], field, prefix) if (variant, c) in found else "-"
                      for c in speedcheck.CASES]
             rows.append([f"{what}, {s.name}", *cells, "/".join(str(k) for k in sorted(n))])
     return table(["this project's configuration, session", *speedcheck.CASES, "rounds"], rows)
@@ -84,8 +97,8 @@ def targets_table(sessions: list[speedcheck.Session]) -> tuple[str, int, int]:
                 continue
             ok = min(found.ratios()) >= goal
             met += ok
-            rows.append([f"{case}: examples/s against the original", f">= x{goal:g}", ratio(found.summary()),
-                         f"{cpu} ({who})", "met" if ok else "missed"])
+            rows.append([f"{case}: examples/s against the original", f">= x{goal:g}",
+                         over(found, ratio(found.summary())), f"{cpu} ({who})", "met" if ok else "missed"])
         for case in speedcheck.CASES:
             base = [calm(r, s.machine["cores"]) for s in sessions if s.name == RSS_BASELINE
                     for r in speedcheck.rounds(s) if r.case == case and s.meta["variants"].get(r.variant) == HEADLINE]
@@ -96,9 +109,30 @@ def targets_table(sessions: list[speedcheck.Session]) -> tuple[str, int, int]:
             ok = max(found.ratios("peak_rss_gb")) <= goal
             met += ok
             rows.append([f"{case}: peak RSS against the original", f"<= {goal:.2f} ({RSS_BASELINE})",
-                         ratio(found.summary("peak_rss_gb"), prefix=""), f"{cpu} ({who})", "met" if ok else "missed"])
+                         over(found, ratio(found.summary("peak_rss_gb"), prefix="")), f"{cpu} ({who})",
+                         "met" if ok else "missed"])
     return table(["target (issue 44)", "goal", "measured: median (min-max)", f"{HEADLINE} on: CPU (session)", ""],
                  rows, "llrll"), met, len(rows)
+
+
+def over(found: speedcheck.Rounds, text: str) -> str:
+    """`text` with the number of rounds it is over."""
+    n = len(found.original)
+    return f"{text} over {n} round{'' if n == 1 else 's'}"
+
+
+def rss_note(sessions: list[speedcheck.Session]) -> str:
+    """Which CPU the peak-RSS goal was measured on, and which CPUs are judged against it without their own."""
+    base = next((s for s in sessions if s.name == RSS_BASELINE), None)
+    if base is None:
+        return ""
+    others = [c for c in cpus(sessions) if c != cpu_of(base)]
+    text = (f"The peak-RSS goal is the median of {RSS_BASELINE}, the session measured when the issue was filed, "
+            f"on the {cpu_of(base)}")
+    if not others:
+        return text + "."
+    return (text + f"; no session on the {' or the '.join(others)} predates the issue, so "
+            f"{'its' if len(others) == 1 else 'their'} peak RSS is judged against that {cpu_of(base)} baseline.")
 
 
 def params(sessions: list[speedcheck.Session], impl: str) -> str:
@@ -136,6 +170,89 @@ def in_short(sessions: list[speedcheck.Session]) -> str:
             f"within the cores, the latest session on each CPU: {parts}")
 
 
+def against(a: speedcheck.Rounds, b: speedcheck.Rounds, field: str) -> str:
+    """How `a`'s rounds of `field` stand to `b`'s (calm rounds each): '<higher/lower> in every round' only where
+    their min-max ranges do not overlap."""
+    name = WORDS[field][0]
+    if not a.original or not b.original:
+        return f"{name}: no calm rounds to compare"
+    prefix = "x" if field == "examples_per_s" else ""
+    return (f"{name} {ratio(a.summary(field), prefix=prefix)} against {ratio(b.summary(field), prefix=prefix)}, "
+            f"{standing(a, b, field)}")
+
+
+def standing(a: speedcheck.Rounds, b: speedcheck.Rounds, field: str) -> str:
+    """'faster/slower (higher/lower) in every round' where `a`'s and `b`'s min-max ranges of `field` do not
+    overlap as the page prints them (2 decimals), else 'not distinguishable (the rounds overlap)'."""
+    _, up, down = WORDS[field]
+    (_, a_low, a_high), (_, b_low, b_high) = (tuple(round(x, 2) for x in r.summary(field)) for r in (a, b))
+    return (f"{up} in every round" if a_low > b_high else f"{down} in every round" if a_high < b_low
+            else "not distinguishable (the rounds overlap)")
+
+
+def variant_rounds(session: speedcheck.Session, label: str) -> dict[str, speedcheck.Rounds]:
+    """The calm rounds of the session's variant whose label starts with `label`, by case."""
+    return {r.case: calm(r, session.machine["cores"]) for r in speedcheck.rounds(session)
+            if session.meta["variants"].get(r.variant, "").startswith(label)}
+
+
+def compared(a: dict[str, speedcheck.Rounds], b: dict[str, speedcheck.Rounds], fields: tuple[str, ...]) -> str:
+    """'case: <field comparison>, ...' for every case both measured."""
+    return "; ".join(f"{case}: " + ", ".join(against(a[case], b[case], f) for f in fields)
+                     for case in speedcheck.CASES if case in a and case in b)
+
+
+def bf16_session(sessions: list[speedcheck.Session]) -> speedcheck.Session | None:
+    """The latest session that measured bf16 beside the headline fp32 configuration."""
+    both = [s for s in sessions if HEADLINE in s.meta["variants"].values()
+            and any(v.startswith("bf16") for v in s.meta["variants"].values())]
+    return both[-1] if both else None
+
+
+def bf16_standing(session: speedcheck.Session) -> dict[str, str]:
+    """Per case, bf16's examples/s against fp32's in `session` (calm rounds): standing()'s words."""
+    bf16, fp32 = variant_rounds(session, "bf16"), variant_rounds(session, HEADLINE)
+    return {c: standing(bf16[c], fp32[c], "examples_per_s") if bf16[c].original and fp32[c].original
+            else "no calm rounds to compare" for c in speedcheck.CASES if c in bf16 and c in fp32}
+
+
+def bf16_note(sessions: list[speedcheck.Session]) -> str:
+    """bf16 against fp32 in the latest session that measured both, case by case, from the calm rounds."""
+    s = bf16_session(sessions)
+    if s is None:
+        return "no session measured bf16 beside fp32"
+    return (f"in {s.name}, on an {cpu_of(s)} (units: {', '.join(s.machine['units'])}), each against the original, "
+            f"bf16 first and fp32 of the same session second: "
+            f"{compared(variant_rounds(s, 'bf16'), variant_rounds(s, HEADLINE), ('examples_per_s',))}")
+
+
+def tried_note(sessions: list[speedcheck.Session]) -> str:
+    """The tried-and-reverted session against the one it is set against, speed and peak RSS, calm rounds."""
+    found = {s.name: s for s in sessions}
+    if not all(name in found for name in TRIED):
+        return "its sessions are not recorded"
+    tried, base = (found[name] for name in TRIED)
+    return (f"against {base.name}'s rounds, "
+            f"{compared(variant_rounds(tried, ''), variant_rounds(base, HEADLINE), tuple(WORDS))}")
+
+
+def int8_note(sessions: list[speedcheck.Session]) -> str:
+    """Where int8 W_v was measured (which CPUs, with or without bf16 units) and how many of its rounds were calm."""
+    found = [(s, r) for s in sessions for r in speedcheck.rounds(s)
+             if s.meta["variants"].get(r.variant, "").startswith("int8")]
+    if not found:
+        return "int8 was not measured"
+    where = list(dict.fromkeys(cpu_of(s) for s, _ in found))
+    units = {s.machine["bf16_units"] for s, _ in found}
+    n = sum(len(r.original) for _, r in found)
+    k = sum(len(calm(r, s.machine["cores"]).original) for s, r in found)
+    said = ("only on CPUs with bf16 units" if units == {True} else "only on CPUs without bf16 units"
+            if units == {False} else "on CPUs with and without bf16 units")
+    unknown = "; its speed on a CPU without them is unknown" if units == {True} else ""
+    return (f"int8 W_v was measured {said} ({', '.join(where)}), in {n} rounds of which {k} "
+            f"{'was' if k == 1 else 'were'} calm" + (", so no int8 speed is quoted here" if k == 0 else "") + unknown)
+
+
 def values() -> dict[str, str]:
     """The page's placeholders, from the speedcheck records."""
     sessions = speedcheck.sessions()
@@ -146,6 +263,10 @@ def values() -> dict[str, str]:
         "memory_table": ratio_table(sessions, "peak_rss_gb", ""),
         "targets_table": targets,
         "targets_met": f"{met} of {total}",
+        "rss_note": rss_note(sessions),
+        "bf16_note": bf16_note(sessions),
+        "tried_note": tried_note(sessions),
+        "int8_note": int8_note(sessions),
         "in_short": in_short(sessions),
         "project_params": params(sessions, "project"),
         "original_params": params(sessions, "original"),

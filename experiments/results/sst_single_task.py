@@ -8,12 +8,18 @@ from experiments.results.render import num, table
 PAGE = "docs/results/sst_single_task.md"
 TEMPLATE = "sst_single_task.md"
 TARGET = 80.0  # issue 5: >= 80 validation EM in <= 30 minutes
+TARGET_MINUTES = 30.0
 
 
 def at(curve: list, iteration: int) -> str:
     """The EM at `iteration` (with its minutes)."""
     point = next(p for p in curve if p[0] == iteration)
     return f"{num(point[2])} at iteration {iteration:,} ({num(point[1])} min)"
+
+
+def reached(best: dict) -> str:
+    """'Reached' when the best validation EM meets the target within its minutes, else 'Missed'."""
+    return "Reached" if best["em"] >= TARGET and best["minutes"] <= TARGET_MINUTES else "Missed"
 
 
 def linear(record: dict) -> tuple[str, str]:
@@ -37,7 +43,8 @@ def values(record: dict | None = None, baseline: dict | None = None, floors: dic
     return {"best": num(best["em"]), "best_iteration": f"{best['iteration']:,}", "best_minutes": num(best["minutes"]),
             "final": num(final["em"]), "final_iteration": f"{final['iteration']:,}",
             "final_minutes": num(final["minutes"]), "budget": num(record["minutes_budget"], 0),
-            "target": num(TARGET, 0), "majority": num(majority), "plateau_end": f"{max(plateau):,}",
+            "target": num(TARGET, 0), "target_minutes": num(TARGET_MINUTES, 0), "reached": reached(best),
+            "date": record["date"], "commit": record["commit"], "majority": num(majority), "plateau_end": f"{max(plateau):,}",
             "at_600": at(curve, 600), "at_1000": at(curve, 1000), "over_count": str(len(over)),
             "over_first": f"{over[0][0]:,}", "over_last": f"{over[-1][0]:,}", "validations": str(len(curve)),
             "linear_table": linear_table, "linear_best": linear_best, "linear_date": baseline["date"],

@@ -11,8 +11,9 @@ import math
 from collections import Counter
 
 from eval.clustered import cluster_unit
+from eval.examples import metric_value
 from eval.stats import t_quantile
-from eval.steps import Step, judge_steps
+from eval.steps import Judged, Step, judge_steps
 from eval.verdict import still_rising
 from eval.compare import PAPER_TABLE2, TABLE2_NAMES, TABLE2_VARIANTS
 from experiments.results import examples, planned, records
@@ -31,12 +32,20 @@ def two_values(mean: float, sd: float) -> list[float]:
     return [mean - half, mean + half]
 
 
+def run_value(run: dict, task: str) -> float:
+    """A run's best headline of `task`: unrounded from its per-example record where it kept one (what the
+    verdict's two-level interval is made of), else the record's score (kept to 0.1)."""
+    kept = examples.load("table2", run.get("name"))
+    entry = kept["tasks"].get(task) if kept else None
+    return metric_value(entry["kind"], examples.matrix(entry)) if entry else run["scores"][task]
+
+
 def cell_values(record: dict, task: str, variant: str) -> list[float]:
-    """Each seed's best headline of (task, variant): from the runs that kept their scores, and for the two runs
-    that kept only their mean and sd (`summaries`) the two values with that mean and sd, which give any
-    later seeds' mean and sd exactly (the sum and the sum of squares are the same)."""
+    """Each seed's best headline of (task, variant) (`run_value`): from the runs that kept their scores, and for
+    the two runs that kept only their mean and sd (`summaries`) the two values with that mean and sd, which give
+    any later seeds' mean and sd exactly (the sum and the sum of squares are the same)."""
     runs = [r for r in record["runs"] if r["task"] == task and r["variant"] == variant]
-    scored = [r["scores"][task] for r in runs if r["scores"]]
+    scored = [run_value(r, task) for r in runs if r["scores"]]
     unscored = [r["name"] for r in runs if not r["scores"]]
     if not unscored and scored:
         return scored
@@ -46,33 +55,44 @@ def cell_values(record: dict, task: str, variant: str) -> list[float]:
     return two_values(summary["mean"], summary["sd"]) + scored
 
 
-def rising(record: dict, task: str, variant: str) -> bool:
+def run_rising(record: dict, run: dict) -> bool | None:
+    """Whether one run was still rising: on its curve where it kept one, else the record's reading of its plot;
+    None where it kept neither (unknown)."""
+    if run["curve"]:
+        budget = run.get("iterations") or record["iterations"][run["task"]]
+        return run["still_rising"] is True or still_rising(run["curve"], budget)
+    return run["still_rising"]
+
+
+def rising(record: dict, task: str, variant: str) -> bool | None:
     """Whether (task, variant) was still rising (eval.verdict.still_rising). Where every run of it kept its curve
     at the same iterations, on the seeds' mean curve: the recipe's expected curve, the seeds' noise averaged (judged
-    run by run, the more seeds a side has, the likelier one of them wiggles upward by chance). Else on each run's
-    own curve, or the record's note for a run without one."""
+    run by run, the more seeds a side has, the likelier one of them wiggles upward by chance). Else True when any
+    run rose (`run_rising`), None (unknown) when none did but a run kept neither curve nor reading, else False."""
     runs = runs_of(record, task, variant)
     curves = [r["curve"] for r in runs if r["curve"]]
     if curves and len(curves) == len(runs) and all([s for s, _ in c] == [s for s, _ in curves[0]] for c in curves):
         mean = [[s, sum(c[i][1] for c in curves) / len(curves)] for i, (s, _) in enumerate(curves[0])]
         return still_rising(mean, iterations(record, task)[1])
-    for r in runs:
-        if r["curve"] and still_rising(r["curve"], r.get("iterations") or record["iterations"][task]):
-            return True
-        if r["still_rising"] is True:
-            return True
-    return False
+    found = [run_rising(record, r) for r in runs]
+    if True in found:
+        return True
+    return None if None in found else False
 
 
-def results_table(record: dict, floors: dict) -> str:
-    """Mean ± sd per task and variant (step change in brackets), seeds, the paper and the task's floor."""
+def results_table(record: dict, floors: dict, found: list | None = None) -> str:
+    """Mean ± sd per task and variant, seeds, the paper and the task's floor; in brackets each step's change as
+    eval/steps.py judged it (`judged`: from the runs' unrounded per-example means where they kept them), so that
+    it is the verdict table's figure."""
+    judged_change = {(t, after): j.change.interval.value for (t, _, _, after), j in (found or judged(record, floors))}
     rows = []
     for task, label in TASKS.items():
         cells, prev = [], None
         for v in VARIANTS:
             values = cell_values(record, task, v)
             mean = sum(values) / len(values)
-            cells.append(mean_sd(values) + (f" ({mean - prev:+.1f})" if prev is not None else ""))
+            change = judged_change.get((task, v), None if prev is None else mean - prev)
+            cells.append(mean_sd(values) + (f" ({change:+.1f})" if prev is not None else ""))
             prev = mean
         seeds = "/".join(str(len(cell_values(record, task, v))) for v in VARIANTS)
         rows.append([label, *cells, seeds, " / ".join(num(x) for x in PAPER[task]), floor_cell(floors.get(task))])
@@ -109,15 +129,19 @@ def step_of(record: dict, task: str, before: str, after: str, floor: float | Non
                 [rising(record, task, v) for v in (before, after)])
 
 
-def steps(record: dict, floors: dict) -> tuple[str, Counter, dict[str, set[str]]]:
-    """Every step of every task, judged together (eval/steps.py: Holm over the table's steps, each step's MDE):
-    the paper's change, the change here [95% interval], MDE, Holm's p, the verdict; with the tally of verdicts
-    and each task's set of verdicts."""
+def judged(record: dict, floors: dict) -> list[tuple[tuple[str, str, str, str], Judged]]:
+    """Every step of every task with runs, (task, label, before, after), judged together (eval/steps.py: Holm
+    over the table's steps, each step's MDE)."""
     found = [(task, label, before, after) for task, label in TASKS.items()
              if any(r["task"] == task for r in record["runs"]) for before, after in zip(VARIANTS, VARIANTS[1:])]
-    judged = judge_steps([step_of(record, t, b, a, floor_of(floors.get(t))) for t, _, b, a in found])
+    return list(zip(found, judge_steps([step_of(record, t, b, a, floor_of(floors.get(t))) for t, _, b, a in found])))
+
+
+def steps(record: dict, floors: dict, found: list | None = None) -> tuple[str, Counter, dict[str, set[str]]]:
+    """The verdict table (`judged`, or `found` where already judged): the paper's change, the change here [95%
+    interval], MDE, Holm's p, the verdict; with the tally of verdicts and each task's set of verdicts."""
     rows, tally, by_task = [], Counter(), {}
-    for (task, label, before, after), j in zip(found, judged):
+    for (task, label, before, after), j in (found or judged(record, floors)):
         tally[j.verdict] += 1
         by_task.setdefault(task, set()).add(j.verdict)
         rows.append([label, f"{NAMES[before]} → {NAMES[after]}", f"{j.step.paper:+.1f}", interval(j.change.interval),
@@ -171,28 +195,82 @@ def notes(by_task: dict[str, set[str]], task: str, when_untested: str) -> str:
     return when_untested if said == {"not tested"} else "See the verdicts above for which steps are tested."
 
 
+def words(items: list) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = [str(x) for x in items]
+    return " and ".join(items) if len(items) < 3 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def of_runs(count: int, total: int) -> str:
+    """'every one of its 20' or '16 of its 20'."""
+    return f"every one of its {total}" if count == total else f"{count} of its {total}"
+
+
+def rising_text(record: dict, task: str, label: str, plot: str) -> str:
+    """How many of `task`'s runs were still rising at their end (`run_rising`), and for how many that is unknown
+    (a verdict then holds only if they were not: the rule reads unknown as not rising)."""
+    found = [run_rising(record, r) for r in record["runs"] if r["task"] == task]
+    up, unknown = found.count(True), found.count(None)
+    if unknown == len(found):
+        said = (f"**Whether {label} was still rising at the end is unknown**: none of its {len(found)} runs kept its "
+                f"curve (`{plot}` below was drawn from them)")
+    elif not up and not unknown:
+        said = f"**None of {label}'s {len(found)} runs was still rising at its end** (`{plot}`)"
+    else:
+        said = f"**{label} was still rising at the end of {of_runs(up, len(found))} runs** (`{plot}`)"
+        said += f"; for {unknown} it is unknown (no curve kept)" if unknown else ""
+    if unknown and up < len(found):
+        said += f", so a verdict on {label} holds only if those curves had stopped rising (else: not tested)"
+    return said + "."
+
+
+def floors_text(found: dict, unit: str) -> str:
+    """'every trivial answerer scores 0.0 <unit>' where they all score the same (floors.json), else the strongest."""
+    scores = set(found["floors"].values())
+    if len(scores) == 1:
+        return f"every trivial answerer scores {num(found['floor'])} {unit}"
+    return f"the strongest trivial answerer ({found['answerer']}) scores {num(found['floor'])} {unit}"
+
+
+def mwsc_values(record: dict, floors: dict) -> dict[str, str]:
+    """The MWSC bullet's figures: how many runs are at or below the floor, the highest's distance above it, and
+    the variants whose every run lies below it."""
+    floor, n_examples = floors["schema"]["floor"], floors["schema"]["examples"]
+    mwsc = {v: cell_values(record, "schema", v) for v in VARIANTS}
+    flat = [x for v in VARIANTS for x in mwsc[v]]
+    above = round((max(flat) - floor) * n_examples / 100)
+    under = [f"{NAMES[v]} ({num(min(x))}-{num(max(x))})" for v, x in mwsc.items() if x and max(x) < floor]
+    return {"mwsc_low": num(min(flat)), "mwsc_high": num(max(flat)),
+            "mwsc_below_of": of_runs(sum(x <= floor for x in flat), len(flat)),
+            "mwsc_highest": (f"the highest is {above} validation example{'s' if above != 1 else ''} above it"
+                             if above > 0 else "none is above it"),
+            "mwsc_wholly_below": f" Every run of {words(under)} lies below it." if under else "",
+            "mwsc_answerer": floors["schema"]["answerer"], "mwsc_floor": num(floor)}
+
+
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/table2.md."""
     record = record or records.load("table2")
     floors = floors if floors is not None else records.floors()
-    verdicts, tally, by_task = steps(record, floors)
-    mwsc = [v for variant in VARIANTS for v in cell_values(record, "schema", variant)]
+    found = judged(record, floors)
+    verdicts, tally, by_task = steps(record, floors, found)
+    plotted = [r["seed"] for r in record["runs"] if r["task"] in ("srl", "woz.en") and not r["curve"]]
     return {
-        "date": record["date"], "source": record["source"], "plan_table": planned.section("table2"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
-        "plan_assumed": records.load("plan")["assumed"], 
+        "date": record["date"], "source": record["source"], "plan_table": planned.section("table2"),
+        "plan_min_seeds": str(records.load("plan")["min_seeds"]), "plan_assumed": records.load("plan")["assumed"],
         "machines": "; ".join(f"`{k}`: {records.describe_machine(m)}" for k, m in record["machines"].items()),
         "iters_schema": budget(record, "schema"), "iters_sst": budget(record, "sst"),
         "iters_woz": budget(record, "woz.en"), "iters_srl": budget(record, "srl"),
-        "results_table": results_table(record, floors), "verdict_table": verdicts,
+        "results_table": results_table(record, floors, found), "verdict_table": verdicts,
         "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),
         "mwsc_note": notes(by_task, "schema", "The MWSC steps, the +CAtt drop and the +QPtr recovery included, are "
                                                 "therefore not tests of the paper's claims."),
         "srl_note": notes(by_task, "srl", "Its steps compare how fast the variants start, not the converged "
                                           "models the paper compares."),
-        "mwsc_low": num(min(mwsc)), "mwsc_high": num(max(mwsc)), "mwsc_n": str(len(mwsc)),
-        "mwsc_below": str(sum(v <= floors["schema"]["floor"] for v in mwsc)),
-        "mwsc_above_examples": num((max(mwsc) - floors["schema"]["floor"]) * floors["schema"]["examples"] / 100, 0),
-        "machine_check": machine_check(record), "mwsc_answerer": floors["schema"]["answerer"],
-        "mwsc_floor": num(floors["schema"]["floor"]), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record),
+        **mwsc_values(record, floors), "woz_floor": floors_text(floors["woz.en"], "joint goal EM"),
+        "srl_rising": rising_text(record, "srl", "QA-SRL", "table2_srl.png"),
+        "woz_rising": rising_text(record, "woz.en", "WOZ", "table2_woz.png"),
+        "plot_seeds": words(list(dict.fromkeys(plotted))) or "none",
+        "machine_check": machine_check(record), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record),
         "mwsc_every": validation_points(record, "schema"), "sst_runs": sst_runs(record),
     }

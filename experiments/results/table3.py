@@ -8,14 +8,17 @@ from statistics import mean
 from deca.registry import DECANLP
 from eval.clustered import cluster_unit
 from eval.compare import PAPER_TABLE3
-from eval.steps import Step, judge_steps
+from eval.steps import Judged, Step, judge_steps
+from eval.verdict import NOT_TESTED, at_floor
 from experiments.results import examples, planned, records
+from experiments.results.table2 import floors_text, words
 from experiments.results.render import floor_of, interval, mde_cell, mean_sd, num, p_cell, table, verdict_cell
 
 PAGE = "docs/results/table3.md"
 TEMPLATE = "table3.md"
 STRATEGIES = ("fully_joint", "anti_curriculum", "curriculum")
 TASKS = ("squad_dev", "sst", "srl", "woz.en", "schema")
+LABELS = {"fully_joint": "fully joint", "anti_curriculum": "SQuAD first", "curriculum": "the curriculum"}
 ROWS = {"fully_joint": "fully_joint", "anti_curriculum": "anti_curriculum_squad", "curriculum": "curriculum"}
 # The paper's Table 3 rows of these strategies on the five tasks (SQuAD for squad_dev).
 PAPER = {ours: {t: PAPER_TABLE3[row][0][DECANLP.index("squad" if t == "squad_dev" else t)] for t in TASKS}
@@ -78,16 +81,21 @@ def step_of(record: dict, strategy: str, task: str, paper: float, floors: dict) 
                 floor(floors, task), [rising(record, s, task) for s in sides])
 
 
-def findings(record: dict, floors: dict) -> tuple[str, Counter]:
-    """Each finding, judged together (eval/steps.py: Holm over the four, each one's MDE): the paper's change,
-    the change of the means here [95% interval], MDE, Holm's p, the verdict."""
+def judged(record: dict, floors: dict) -> list[tuple[tuple[str, str, str], Judged]]:
+    """Each finding judged together (eval/steps.py: Holm over the four, each one's MDE)."""
     found = []
     for s, task, text in FINDINGS:
         base, other = PAPER["fully_joint"], PAPER[s]
         paper = sum(other.values()) - sum(base.values()) if task == "sum" else other[task] - base[task]
         found.append(step_of(record, s, task, paper, floors))
+    return list(zip(FINDINGS, judge_steps(found)))
+
+
+def findings(record: dict, floors: dict, found: list | None = None) -> tuple[str, Counter]:
+    """The verdict table (`judged`, or `found` where already judged): the paper's change, the change of the means
+    here [95% interval], MDE, Holm's p, the verdict."""
     rows, tally = [], Counter()
-    for (s, task, text), j in zip(FINDINGS, judge_steps(found)):
+    for (s, task, text), j in (found or judged(record, floors)):
         tally[j.verdict] += 1
         unit = None if task == "sum" else cluster_unit(task)
         rows.append([text, num(j.step.paper, sign=True), interval(j.change.interval), mde_cell(j), p_cell(j),
@@ -106,25 +114,119 @@ def runs_table(record: dict) -> str:
                   " / ".join(TASKS)], rows, "lllrll")
 
 
+def relation(values: list[float], floor_value: float) -> str:
+    """Where all of `values` lie against `floor_value`."""
+    if max(values) < floor_value:
+        return "below"
+    if max(values) <= floor_value:
+        return "at or below"
+    if min(values) > floor_value:
+        return "above"
+    return "at or above" if min(values) >= floor_value else "on both sides of"
+
+
+def rising_in(record: dict, task: str) -> str:
+    """In how many runs `task` was still rising by the record: 'every run', 'k of the n runs' or 'no run'."""
+    found = [r["still_rising"].get(task) for r in record["runs"]]
+    up, unknown = found.count(True), found.count(None)
+    said = "every run" if up == len(found) else f"{up} of the {len(found)} runs" if up else "no run"
+    return said + (f" (unknown in {unknown}: no curve kept)" if unknown else "")
+
+
+def rising_here(record: dict) -> str:
+    """The tasks still rising in some run, each with in how many."""
+    found = [f"{t} in {rising_in(record, t)}" for t in TASKS
+             if any(r["still_rising"].get(t) for r in record["runs"])]
+    return "; ".join(found) or "no task in any run"
+
+
+def squad_bullet(record: dict, floors: dict) -> str:
+    """squad_dev's range against its floor; while it is at or below the floor, why its findings are not tested."""
+    squad = [x for s in STRATEGIES for x in scores(record, s, "squad_dev")]
+    found = floors["squad_dev"]
+    where = relation(squad, found["floor"])
+    said = (f"squad_dev ends at {num(min(squad))}-{num(max(squad))} nF1 over the runs, whatever the strategy, {where} "
+            f"the {num(found['floor'])} of answering with the context's {found['answerer']}")
+    if where in ("below", "at or below"):
+        return (f"**The SQuAD-derived task never gets going at this budget.** {said}, so the paper's SQuAD findings "
+                "(differences between models that learned SQuAD) are not what these runs measure.")
+    return f"**squad_dev.** {said}."
+
+
+def reaching_sides(record: dict, found: list, sum_floor: float) -> list[str]:
+    """The strategies whose sums all lie above `sum_floor` while their interval over the seeds reaches it."""
+    out = {}
+    for (strategy, task, _), j in found:
+        for s, side in zip(("fully_joint", strategy), j.sides):
+            values = scores(record, s, task)
+            if task == "sum" and min(values) > sum_floor and at_floor(side.interval, sum_floor):
+                half = side.interval.high - side.interval.value
+                out[s] = f"{LABELS[s]}'s interval reaches it only because its {len(values)} seeds give it ±{num(half)}"
+    return list(out.values())
+
+
+def sums_text(record: dict, floors: dict, found: list) -> str:
+    """The sums against the sum of the five floors, and which sides reach it only through a wide interval."""
+    sums = [x for s in STRATEGIES for x in scores(record, s, "sum")]
+    sum_floor = floor(floors, "sum")
+    where = relation(sums, sum_floor)
+    said = f"the sums ({num(min(sums))}-{num(max(sums))}) lie "
+    if where == "above":
+        said += f"{num(min(sums) - sum_floor)}-{num(max(sums) - sum_floor)} points above"
+    else:
+        said += where
+    said += f" the {num(sum_floor)} that the five floors add up to"
+    reach = reaching_sides(record, found, sum_floor)
+    return said + (f"; {words(reach)}" if reach else "")
+
+
+def sums_bullet(record: dict, floors: dict, found: list) -> str:
+    """Why the sums are (or are not) a test: WOZ's climb, where SQuAD first's gain comes from, MWSC against its
+    floor, and the sums against the floors' sum."""
+    woz = [r["scores"]["woz.en"] for r in record["runs"]]
+    gain = {t: mean(scores(record, "anti_curriculum", t)) - mean(scores(record, "fully_joint", t))
+            for t in ("sum", "schema")}
+    mwsc = [x for s in STRATEGIES for x in scores(record, s, "schema")]
+    mwsc_floor, below = floors["schema"]["floor"], sum(x <= floors["schema"]["floor"] for x in mwsc)
+    verdicts = {j.verdict for (_, task, _), j in found if task == "sum"}
+    head = "**The sums are not a test either.**" if verdicts == {NOT_TESTED} else "**The sums.**"
+    climb = rising_in(record, "woz.en")
+    mwsc_said = (f"every MWSC figure here ({num(min(mwsc))}-{num(max(mwsc))}) is" if below == len(mwsc) else
+                 f"{below} of the {len(mwsc)} MWSC figures here ({num(min(mwsc))}-{num(max(mwsc))}) are")
+    return (f"{head} WOZ ends at {num(min(woz))}-{num(max(woz))} joint goal EM and was still climbing in {climb}"
+            + (", so where a run's last round falls on that climb decides its sum" if climb != "no run" else "")
+            + f". SQuAD first's {num(gain['sum'], sign=True)} on the sum is MWSC's {num(gain['schema'], sign=True)} "
+            f"and {num(gain['sum'] - gain['schema'], sign=True)} from the other four tasks together; {mwsc_said} at or "
+            f"below its {num(mwsc_floor)} floor ({floors['schema']['answerer']}, which scores what picking one of the "
+            f"two at random does). On WOZ {floors_text(floors['woz.en'], 'joint goal EM')} (the tracker that never "
+            f"changes its state answers \"none\" at every turn); {sums_text(record, floors, found)}.")
+
+
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/table3.md."""
     record = record or records.load("table3")
     floors = floors if floors is not None else records.floors("table3")
-    verdicts, tally = findings(record, floors)
-    squad = scores(record, "fully_joint", "squad_dev") + scores(record, "anti_curriculum", "squad_dev") \
-        + scores(record, "curriculum", "squad_dev")
-    woz = [r["scores"]["woz.en"] for r in record["runs"]]
-    gain = {t: mean(scores(record, "anti_curriculum", t)) - mean(scores(record, "fully_joint", t))
-            for t in ("sum", "schema")}
+    found = judged(record, floors)
+    verdicts, tally = findings(record, floors, found)
     return {"plan_table": planned.section("table3"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
-            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": "; ".join(records.describe_machine(record["machines"][k])
-                                                        for k in sorted({r["machine"] for r in record["runs"]})),
+            "plan_assumed": records.load("plan")["assumed"], "date": record["date"],
+            "machine": "; ".join(records.describe_machine(record["machines"][k])
+                                 for k in sorted({r["machine"] for r in record["runs"]})),
             "source": record["source"], "iterations": f"{record['iterations']:,}",
             "phase_iterations": f"{record['phase_iterations']:,}", "results_table": results_table(record, floors),
             "verdict_table": verdicts, "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),
-            "runs_table": runs_table(record), "squad_low": num(min(squad)), "squad_high": num(max(squad)),
-            "woz_low": num(min(woz)), "woz_high": num(max(woz)), "sum_gain": num(gain["sum"], sign=True),
-            "mwsc_gain": num(gain["schema"], sign=True), "mwsc_floor": num(floors["schema"]["floor"]),
-            "mwsc_answerer": floors["schema"]["answerer"], "squad_floor": num(floors["squad_dev"]["floor"]),
-            "squad_answerer": floors["squad_dev"]["answerer"], "woz_floor": num(floors["woz.en"]["floor"]),
-            "sum_floor": num(floor(floors, "sum")), "val_rows": str(floors["sst"]["examples"])}
+            "runs_table": runs_table(record), "rising_here": rising_here(record),
+            "squad_bullet": squad_bullet(record, floors), "sums_bullet": sums_bullet(record, floors, found),
+            "val_rows": str(floors["sst"]["examples"])}
+
+
+def index_values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
+    """The figures of README.md's index line (experiments/results/readme.py)."""
+    record = record or records.load("table3")
+    floors = floors if floors is not None else records.floors("table3")
+    squad = [x for s in STRATEGIES for x in scores(record, s, "squad_dev")]
+    tally = findings(record, floors)[1]
+    return {"tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())), "squad_low": num(min(squad)),
+            "squad_high": num(max(squad)), "squad_where": relation(squad, floors["squad_dev"]["floor"]),
+            "squad_floor": num(floors["squad_dev"]["floor"]), "squad_answerer": floors["squad_dev"]["answerer"],
+            "woz_rising": rising_in(record, "woz.en")}

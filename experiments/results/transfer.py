@@ -13,6 +13,7 @@ TEMPLATE = "transfer.md"
 SHOWN = (250, 500, 1000, 1500, 2000, 2500)
 TASK = "iwslt_de_en"  # the custom task experiments/transfer_iwslt.py declares
 LAST = 750  # iterations at the end over which the BLEU is averaged
+LOSS_TAIL = 10  # logged training losses at the end that are averaged (one logged step is noise)
 PAPER = +1.0  # the paper's Figure 4: the pretrained model learns the new task better (direction only)
 
 
@@ -36,6 +37,11 @@ def tail_bleu(run: dict) -> float:
     return mean(p[-1] for p in run["curve"] if p[0] > end - LAST)
 
 
+def tail_loss(run: dict) -> float:
+    """Mean training loss over the last LOSS_TAIL logged steps."""
+    return mean(v for _, v in run["loss"][-LOSS_TAIL:])
+
+
 def ends(runs: dict, end: int, floor: float) -> dict[str, str]:
     """Each run's BLEU at `end` and whether it is under, at or above the floor."""
     out = {}
@@ -53,8 +59,9 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     runs = record["runs"]
     pre, rnd = tail_bleu(runs["pretrained"]), tail_bleu(runs["random"])
     end = max(p[0] for p in runs["pretrained"]["curve"])
+    floor = floor_of(floors.get(TASK))
     _, said = judge([at(runs["random"]["curve"], end)], [at(runs["pretrained"]["curve"], end)], PAPER,
-                     floor=floor_of(floors.get(TASK)))
+                    floor=floor, digits=2)
     ahead = [i for k, i in enumerate(SHOWN)
              if all(at(runs["pretrained"]["curve"], j) > at(runs["random"]["curve"], j) for j in SHOWN[k:])]
     return {"train_pairs": f"{record['train_pairs']:,}", "validation": str(record["validation_examples"]),
@@ -62,9 +69,11 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
             "floor_nf1": num(floor_of(floors[f"{TASK} nf1"])), "floor_answerer": floors[TASK]["answerer"],
             "copy_bleu": num(floors[TASK]["floors"]["copy the source"], 2),
             **ends(runs, end, floor_of(floors[TASK])), "last": str(LAST), "pre_tail": num(pre, 2), "rnd_tail": num(rnd, 2),
-            "ratio": num(pre / rnd, 1), "nf1_gap": num(at(runs["pretrained"]["nf1"], end) - at(runs["random"]["nf1"], end),
+            "pre_over_floor": num(pre - floor, 2, sign=True), "rnd_over_floor": num(rnd - floor, 2, sign=True),
+            "nf1_gap": num(at(runs["pretrained"]["nf1"], end) - at(runs["random"]["nf1"], end),
                                                        sign=True),
-            "loss_pre": num(runs["pretrained"]["loss"][-1][1], 2), "loss_rnd": num(runs["random"]["loss"][-1][1], 2),
+            "loss_tail": str(LOSS_TAIL), "loss_pre": num(tail_loss(runs["pretrained"]), 2),
+            "loss_rnd": num(tail_loss(runs["random"]), 2), "date": record["date"], "commit": record["commit"],
             "verdict": said, "direction": "is seen here" if pre > rnd else "is not seen here", "ahead_from": f"{min(ahead):,}" if ahead else "-", "end": f"{end:,}",
             "max_bleu": num(max(p[-1] for r in runs.values() for p in r["curve"]), 2),
             "run_pre": runs["pretrained"]["run"], "run_rnd": runs["random"]["run"]}

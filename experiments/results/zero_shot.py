@@ -89,6 +89,38 @@ def span(groups: list[dict], name: str, task: str, key: str) -> tuple[str, str]:
     return num(min(found)), num(max(found))
 
 
+def group_named(groups: list[dict], name: str) -> list[tuple[str, dict]]:
+    return [found for g in groups if g["name"] == name for found in models(g)]
+
+
+def near_trained(groups: list[dict], name: str, task: str) -> str:
+    """How far each model's first-word-right share on `task` lies from its EM asked as trained, at most."""
+    found = group_named(groups, name)
+    gap = max(abs(m[task]["first word right"] - m[TRAINED]["em"]) for _, m in found)
+    trained = [m[TRAINED]["em"] for _, m in found]
+    return f"within {num(gap)} points of each model's EM asked as trained ({num(min(trained))}-{num(max(trained))})"
+
+
+def stops_text(groups: list[dict], name: str) -> str:
+    """How many of a group's renamed answers stop after one word, over its models and both renamings."""
+    stops = [m[t]["stops"] for _, m in group_named(groups, name) for t in RENAMED]
+    if min(stops) == 100:
+        return "Every model stops after one word on every renamed answer"
+    return f"The models stop after one word on {num(min(stops))}-{num(max(stops))}% of their renamed answers"
+
+
+def lean_text(groups: list[dict], name: str, floors: dict) -> str:
+    """Each model's most frequent answer's share of the reviews, per renaming, beside the gold majority's."""
+    parts = []
+    for task, renamed in RENAMED.items():
+        n, gold = floors[task]["examples"], floors[task]["floors"]["constant answer"]
+        shares = [f"{num(100 * m[task]['top answers'][0][1] / n)}% (\"{m[task]['top answers'][0][0]}\", "
+                  f"{label.rsplit(', ', 1)[-1]})" for label, m in group_named(groups, name)]
+        parts.append(f"{renamed}: {', '.join(shares)} against the gold majority label's {num(gold)}%")
+    return ("Each model's most frequent answer takes, of the reviews, " + "; ".join(parts)
+            + ". The further a model's share lies above the gold majority's, the more of its EM is the class balance.")
+
+
 def machines(record: dict) -> str:
     """Each group's machine (the record's `default_machine` for a group that names none)."""
     return "; ".join(f"{g['name']}: `{key}`, {records.describe_machine(record['machines'][key])}"
@@ -119,4 +151,7 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
                                                                             "first word right")
     out["stops_alone_su_low"], out["stops_alone_su_high"] = span(groups, "SST alone", "sst.supportive_unsupportive",
                                                                   "stops")
+    out["alone_su_near"] = near_trained(groups, "SST alone", "sst.supportive_unsupportive")
+    out["mwsc_stops"] = stops_text(groups, "SST + MWSC")
+    out["mwsc_lean"] = lean_text(groups, "SST + MWSC", floors)
     return out

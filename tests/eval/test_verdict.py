@@ -77,3 +77,16 @@ def test_an_nf1_task_has_a_floor_from_its_rows_and_its_sides_are_judged_against_
     judged = lambda a, b: verdict(change, 4.0, floors=[at_floor(s, floor) for s in (a, b)],  # noqa: E731
                                   below=[below_floor(s, floor) for s in (a, b)])
     assert judged(at, clear) == NOT_TESTED and judged(under, clear) == FAILS and judged(clear, clear) == REPRODUCED
+
+
+def test_an_unknown_rising_side_is_read_as_not_rising_and_flagged():
+    """A side whose run kept no curve (None) is read as not rising, as before; `rising_unknown` says the
+    verdict rests on that reading, except where it is "not tested" anyway."""
+    from eval.verdict import rising_unknown
+
+    covers = Interval(1.0, -6.0, 8.0)
+    assert verdict(covers, +4.0, mde=15.0, rising=[None, False]) == verdict(covers, +4.0, mde=15.0) == UNDERPOWERED
+    assert verdict(covers, +4.0, rising=[None, True]) == NOT_TESTED
+    assert rising_unknown([None, False], UNDERPOWERED) and rising_unknown([None], REPRODUCED)
+    assert not rising_unknown([False, True], UNDERPOWERED) and not rising_unknown([None], NOT_TESTED)
+    assert not rising_unknown((), INCONCLUSIVE)

@@ -36,7 +36,12 @@ def test_bf16_ranges_gains_and_counts_come_from_the_rows():
     assert found["mfu_max_fp32"] == "10.00"  # 6.7 TFLOP/s against the fp32 peak (67), not the bf16 one
     assert (found["faster_rows"], found["smaller_rows"], found["bf16_rows"]) == ("1", "3", "4")
     assert (found["squad_gain"], found["sst_gain"], found["budget_factor"]) == ("4.5", "2.0", "8")
-    assert (found["train_step_low"], found["train_step_high"]) == ("0.1", "0.3")
+    # s/step from examples per batch (256) over examples/s, for the rows measured at both budgets
+    assert (found["step_small_low"], found["step_small_high"]) == ("2.560", "5.120")
+    assert (found["step_large_low"], found["step_large_high"]) == ("0.569", "2.560")
+    assert (found["step_ratio_low"], found["step_ratio_high"]) == ("0.2", "0.5")
+    assert "| train step, squad | fp32 | 2.560 | 0.569 | x0.22 |" in found["step_table"]
+    assert "bf16" not in found["step_table"]  # bf16's squad row has no 80,000-token counterpart here
     assert (found["decode_speed_small_low"], found["decode_speed_large_high"]) == ("0.60", "0.80")
 
 
@@ -74,3 +79,14 @@ def test_each_rows_mfu_is_against_its_own_precisions_peak():
             if r["tflops"] is not None:
                 peak = {"bf16": record["peak_tflops_bf16"], "fp32": record["peak_tflops_fp32"]}[r["configuration"]]
                 assert gpu.mfu(record, r) == 100 * r["tflops"] / peak
+
+
+def test_the_sst_runs_best_is_of_the_kept_rows_and_overfitting_is_read_from_them():
+    sst = copy.deepcopy(records.load("gpu")["sst"])
+    found = gpu.sst_values(sst)
+    assert (found["kept_rows"], found["logged_rows"]) == ("8", "16")  # every 200 iterations to 3,193, and the last
+    assert found["overfits"] == "the model overfits"
+    sst["curve"][-1]["em_moving_average"] = 81.0  # the last row above the earlier best: nothing to call overfitting
+    assert gpu.sst_values(sst)["overfits"].startswith("the best kept row is the last")
+    sst["curve"][-1]["em_moving_average"], sst["curve"][-1]["train_loss"] = 77.5, 0.2  # loss rose too
+    assert gpu.sst_values(sst)["overfits"] == "the kept rows show no overfitting"

@@ -84,3 +84,30 @@ def test_a_code_digest_that_differs_from_the_commits_is_said(tmp_path):
     env = records / "run4" / "env.txt"
     env.write_text(env.read_text(encoding="utf-8").replace("code digest ", "code digest 0"), encoding="utf-8")
     assert "they differ for run4." in report.render(records)
+
+
+def test_each_runs_tests_are_tallied_from_its_tests_txt(tmp_path):
+    records = tmp_path / "gpu_floor"
+    shutil.copytree(report.RECORDS, records)
+    text = report.render(records)
+    assert "run1 4 failed, 36 passed (failed: test_cuda_graph_replay_equals_eager_decoding_on_a_gpu[fp32-mqan, " \
+           "bf16-satt, bf16-catt, bf16-mqan])" in text
+    assert "run2 44 passed; run3 none (no tests.txt); run4 43 passed; run5 63 passed." in text
+    assert "The CUDA-graph figures of run1" in text and "Every run's tests.txt holds" not in text
+    (records / "run1" / "tests.txt").write_text("........\n40 passed, 1 warning in 17.32s\n", encoding="utf-8")
+    text = report.render(records)
+    assert "run1 40 passed;" in text and "The CUDA-graph figures of run1" not in text
+
+
+def test_synchronisations_and_repeats_are_read_from_the_profiles(tmp_path):
+    records = tmp_path / "gpu_floor"
+    shutil.copytree(report.RECORDS, records)
+    text = report.render(records)
+    assert "0.2-0.4 per training step" in text and "10.2-13.4 per greedy decoding" in text
+    assert "the same SST step (221 examples, 1,426 kernels) measured in two processes gave 53.3 and 56.3 ms" in text
+    assert "two SQuAD batches of different shape (50 examples, 3,527 kernels: 119.2 ms; 52 examples" in text
+    assert "run4 counted 3,354-3,527" in text and "run4 measured 77.0-119.2 ms for SQuAD steps" in text
+    profile = records / "run1" / "profile.txt"
+    profile.write_text(profile.read_text(encoding="utf-8").replace("| 0.2 | 33.8 |", "| 0.9 | 33.8 |"),
+                       encoding="utf-8")
+    assert "0.2-0.9 per training step" in report.render(records)

@@ -43,3 +43,13 @@ def test_the_committed_record_has_a_verdict_for_every_case():
     assert records.check_record(record) == [] and record["commit"] and record["date"]
     assert {c["verdict"] for c in record["cases"]} <= {"handled", "not handled", "not run"}
     assert all(c["group"] in GROUPS and c["evidence"] for c in record["cases"])
+
+
+def test_cases_are_counted_beside_the_tests_they_come_from():
+    cases = [case("fault", "a", "handled"), case("fault", "b", "handled"), case("fault", "c", "handled")]
+    cases[0]["test"] = cases[1]["test"] = "tests/t.py::test_ab"
+    cases[2]["test"] = "tests/t.py::test_c"
+    assert reliability.tests_of(cases) == "3 cases from 2 tests; 2 cases are one test (`tests/t.py::test_ab`), " \
+                                         "each showing its 1.2 s"
+    assert reliability.seconds(cases) == 2.5  # the shared test's 1.25 s once
+    assert reliability.tests_of(cases[2:]) == "1 case from 1 test"

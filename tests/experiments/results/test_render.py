@@ -63,3 +63,10 @@ def test_judge_a_side_wholly_below_the_floor_fails_and_one_reaching_it_is_not_te
     assert judge(trained, [45.0, 50.0, 55.0], paper=0.0, floor=50.0)[1] == (
         "not tested: a side's interval reaches the 50.0 floor")
     assert judge(trained, [70.0, 71.0, 72.0], paper=0.0, floor=50.0)[1] == "opposite"  # clear of it: judged
+
+
+def test_judge_says_the_floor_with_the_digits_asked_for_and_one_by_default():
+    _, said = judge([0.7], [1.5], paper=+1.0, floor=1.1666)
+    assert said.endswith("no interval clear of the 1.2 floor")
+    _, said = judge([0.7], [1.5], paper=+1.0, floor=1.1666, digits=2)
+    assert said.endswith("no interval clear of the 1.17 floor")

@@ -126,3 +126,44 @@ def test_each_cpu_model_is_judged_on_its_own_latest_session(session_dir, monkeyp
     on_intel, on_amd = short.split("; on ")
     assert "Intel(R) Xeon(R) Processor: " in on_intel and "train sst x2.50 (2.00-3.00)" in on_intel
     assert on_amd.startswith("AMD EPYC: ") and "train sst x1.25 (1.00-1.50)" in on_amd
+
+
+def test_the_side_by_side_table_uses_calm_rounds_and_says_how_many(session_dir):
+    [session] = speedcheck.sessions(session_dir)
+    line = next(x for x in speed.ratio_table([session], "examples_per_s", "x").splitlines() if x.startswith("| fp32"))
+    assert "| x2.50 (2.00-3.00) |" in line
+    for r in session.results:
+        if r["tag"] == "main/r1":
+            r["load_after"] = [2.5, 1, 1]  # above the 2 cores: round 1 is not calm
+    line = next(x for x in speed.ratio_table([session], "examples_per_s", "x").splitlines() if x.startswith("| fp32"))
+    assert "| x2.00 (2.00-2.00), 1 of 2 rounds calm |" in line
+    for r in session.results:
+        r["load_before"] = [3.0, 1, 1]
+    line = next(x for x in speed.ratio_table([session], "examples_per_s", "x").splitlines() if x.startswith("| fp32"))
+    assert "| no calm round (0 of 2) |" in line and "x2.50" not in line
+
+
+def _rounds(ratios, field="examples_per_s"):
+    calm_load = {"load_before": [0.5, 1, 1], "load_after": [0.5, 1, 1]}
+    return speedcheck.Rounds("v", "train sst", [{field: 1.0, **calm_load} for _ in ratios],
+                             [{field: x, **calm_load} for x in ratios])
+
+
+def test_a_configuration_is_faster_only_where_its_rounds_do_not_overlap():
+    assert speed.against(_rounds([2.0, 2.1]), _rounds([1.5, 1.9]), "examples_per_s").endswith("faster in every round")
+    assert speed.against(_rounds([1.0, 1.2]), _rounds([1.5, 1.9]), "examples_per_s").endswith("slower in every round")
+    assert speed.against(_rounds([1.6, 2.1]), _rounds([1.5, 1.9]), "examples_per_s").endswith("the rounds overlap)")
+    # apart by less than the page's 2 decimals: not told apart
+    assert speed.against(_rounds([2.2245]), _rounds([2.2214]), "examples_per_s").endswith("the rounds overlap)")
+    said = speed.against(_rounds([0.6], "peak_rss_gb"), _rounds([0.5], "peak_rss_gb"), "peak_rss_gb")
+    assert said == "peak RSS 0.60 (0.60-0.60) against 0.50 (0.50-0.50), higher in every round"
+
+
+def test_the_committed_notes_follow_the_records():
+    sessions = speedcheck.sessions()
+    assert "only on CPUs with bf16 units" in speed.int8_note(sessions)  # no int8 session on a CPU without them
+    assert "0 were calm, so no int8 speed is quoted here" in speed.int8_note(sessions)
+    assert "train squad: examples/s x2.04 (2.02-2.11) against x2.20 (2.18-2.25), slower in every round" \
+        in speed.bf16_note(sessions)
+    assert "peak RSS 0.55 (0.53-0.55) against 0.50 (0.47-0.52), higher in every round" in speed.tried_note(sessions)
+    assert "AMD EPYC predates the issue" in speed.rss_note(sessions)

@@ -77,3 +77,55 @@ def test_the_committed_record_has_every_run_field():
     found = records.load("table2")
     assert records.check_runs(found["runs"]) == []
     assert all(not math.isnan(v) for t in table2.TASKS for v in table2.cell_values(found, t, "qptr"))
+
+
+def test_the_results_tables_changes_are_the_verdict_tables():
+    """Each bracketed change of the results table is the figure the verdict judged (MWSC's +CAtt -> +QPtr was
+    +13.6 from the record's rounded scores beside the verdict's +13.7 from the unrounded per-example means)."""
+    import re
+
+    record, floors = records.load("table2"), records.floors()
+    found = table2.judged(record, floors)
+    results = table2.results_table(record, floors, found).splitlines()[2:]
+    verdicts = table2.steps(record, floors, found)[0].splitlines()[2:]
+    bracketed = [c for row in results for c in re.findall(r"\(([+-]\d+\.\d)\)", row)]
+    here = [row.split(" | ")[3].split(" [")[0] for row in verdicts]
+    assert len(bracketed) == len(here) == 12 and bracketed == here
+
+
+def test_a_run_s_value_is_its_per_example_records_unrounded_headline(tmp_path, monkeypatch):
+    from experiments.results import examples
+
+    monkeypatch.setattr(examples, "DIR", tmp_path)
+    rows = [{"id": f"schema{k}-{c}", "context": f"s {k} {c}"} for k in range(41) for c in (0, 1)]
+    scores = [[100.0]] * 27 + [[0.0]] * 55  # 27 of 82: 32.93, kept in the record as 32.9
+    entry = examples.task_record("schema", "em", rows, {"kind": "mean", "values": scores})
+    examples.write(tmp_path / "table2" / "r.json.gz", examples.run_record("r", 1, {"schema": entry}))
+    assert table2.run_value({"name": "r", "scores": {"schema": 32.9}}, "schema") == pytest.approx(100 * 27 / 82)
+    assert table2.run_value({"name": "other", "scores": {"schema": 32.9}}, "schema") == 32.9  # no record kept
+
+
+def test_rising_is_unknown_without_a_curve_or_a_reading_and_the_verdict_says_so():
+    found = record()
+    for r in found["runs"]:
+        if r["variant"] == "satt":
+            r["curve"] = None
+    assert table2.rising(found, "schema", "satt") is None and table2.rising(found, "schema", "s2s") is False
+    text, tally, _ = table2.steps(found, {})
+    rows = text.splitlines()[2:]
+    assert "still rose is unknown" in rows[0] and "still rose is unknown" in rows[1]  # +SAtt is a side
+    assert "unknown" not in rows[2] and tally["reproduced"] == 2  # the rule reads unknown as not rising
+    found["runs"][3]["still_rising"] = True  # one +SAtt run read from its plot as rising: not tested
+    assert table2.rising(found, "schema", "satt") is True
+    assert table2.rising_text(found, "schema", "MWSC", "p.png").startswith(
+        "**MWSC was still rising at the end of 1 of its 12 runs** (`p.png`); for 2 it is unknown")
+
+
+def test_the_mwsc_and_rising_sentences_follow_the_record():
+    found = record()  # MWSC 40-42 for S2S, +CAtt, +QPtr and 50-52 for +SAtt
+    said = table2.mwsc_values(found, {"schema": {"floor": 50.0, "examples": 82, "answerer": "first candidate"}})
+    assert said["mwsc_below_of"] == "10 of its 12" and said["mwsc_highest"] == "the highest is 2 validation examples above it"
+    assert said["mwsc_wholly_below"] == " Every run of S2S (40.0-42.0), +CAtt (40.0-42.0) and +QPtr (40.0-42.0) lies below it."
+    said = table2.mwsc_values(found, {"schema": {"floor": 60.0, "examples": 82, "answerer": "first candidate"}})
+    assert said["mwsc_below_of"] == "every one of its 12" and said["mwsc_highest"] == "none is above it"
+    assert table2.rising_text(found, "schema", "MWSC", "p.png") == "**None of MWSC's 12 runs was still rising at its end** (`p.png`)."

@@ -46,3 +46,39 @@ def test_a_squad_side_reaching_its_floor_is_not_tested():
     assert tally["not tested"] == 2 and "reaches the 10.0 floor" in text.splitlines()[3]
     floors = {"squad_dev": {"floor": 60.0, "answerer": "first sentence"}}  # every side wholly below it
     assert table3.findings(record(rising_woz=False, squad_gain=5.0), floors)[1]["fails"] == 2
+
+
+FLOORS = {t: {"floor": v, "answerer": a, "floors": {a: v, "constant answer": 0.0}}
+          for t, v, a in (("squad_dev", 9.6, "first sentence"), ("sst", 53.6, "constant answer"),
+                          ("srl", 28.1, "first sentence"), ("woz.en", 0.0, "constant answer"),
+                          ("schema", 50.0, "first candidate"))}
+
+
+def test_relation_says_where_every_value_lies():
+    assert table3.relation([7.3, 8.6], 9.6) == "below" and table3.relation([7.3, 9.6], 9.6) == "at or below"
+    assert table3.relation([10.0, 12.0], 9.6) == "above" and table3.relation([9.0, 12.0], 9.6) == "on both sides of"
+
+
+def test_the_committed_sums_lie_far_above_the_floors_sum_and_only_a_wide_interval_reaches_it():
+    """The sums are 45-66 points above the 141.3 the five floors add up to (the page once called them "near"
+    it); the curriculum's side reaches it only through its two seeds' t(1) interval."""
+    record, floors = table3.records.load("table3"), table3.records.floors("table3")
+    said = table3.sums_bullet(record, floors, table3.judged(record, floors))
+    assert "(186.7-207.0) lie 45.4-65.7 points above the 141.3" in said and "near" not in said
+    assert "the curriculum's interval reaches it only because its 2 seeds give it ±121.3" in said
+    assert "SQuAD first's +9.0 on the sum is MWSC's +11.0 and -2.0 from the other four tasks together" in said
+    assert "every MWSC figure here (32.9-48.8) is at or below its 50.0 floor" in said
+    assert "every trivial answerer scores 0.0 joint goal EM" in table3.values(record, floors)["sums_bullet"]
+
+
+def test_the_bullets_follow_the_record():
+    rising, flat = record(rising_woz=True, squad_gain=5.0), record(rising_woz=False, squad_gain=5.0)
+    assert table3.rising_in(rising, "woz.en") == "every run" and table3.rising_in(flat, "woz.en") == "no run"
+    assert table3.rising_here(flat) == "no task in any run"
+    rising["runs"][0]["still_rising"]["woz.en"] = None
+    assert table3.rising_in(rising, "woz.en") == "8 of the 9 runs (unknown in 1: no curve kept)"
+    assert table3.squad_bullet(flat, FLOORS).startswith("**squad_dev.**")  # 10-15 nF1: not all under 9.6
+    low = {**FLOORS, "squad_dev": {**FLOORS["squad_dev"], "floor": 20.0}}
+    assert table3.squad_bullet(flat, low).startswith("**The SQuAD-derived task never gets going")
+    said = table3.sums_bullet(flat, FLOORS, table3.judged(flat, FLOORS))
+    assert "still climbing in no run." in said and "decides its sum" not in said

@@ -16,7 +16,8 @@ def test_ahead_from_is_the_first_shown_iteration_after_which_pretrained_stays_ah
             (("pretrained", pre), ("random", rnd))}
     floors = {"iwslt_de_en": {"floor": 0.05, "answerer": "constant answer", "floors": {"copy the source": 0.01}},
               "iwslt_de_en nf1": {"floor": 0.05, "answerer": "constant answer"}}
-    found = transfer.values({"runs": runs, "train_pairs": 10, "validation_examples": 5}, floors)
+    found = transfer.values({"runs": runs, "train_pairs": 10, "validation_examples": 5, "date": "d", "commit": "c"},
+                             floors)
     assert found["ahead_from"] == "2,000"
     assert found["direction"] == "is seen here"
     assert found["verdict"].startswith("not tested: one run a side")  # one run has no interval clear of a floor
@@ -30,3 +31,19 @@ def test_the_committed_page_quotes_the_floors_record():
     found = transfer.values()
     assert found["floor_bleu"] == f"{floors['iwslt_de_en']['floor']:.2f}"
     assert found["copy_bleu"] == f"{floors['iwslt_de_en']['floors']['copy the source']:.2f}"
+
+
+def test_bleu_is_given_against_the_floor_the_loss_as_a_tail_mean_and_the_floor_with_two_decimals():
+    pre = curve([1.0, 1.2, 1.3, 1.4, 1.5, 1.5, 1.6, 1.6, 1.5, 1.5])
+    rnd = curve([0.5, 0.6, 0.6, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7])
+    losses = {"pretrained": [[i * 10, 4.0] for i in range(1, 20)] + [[200, 3.0]],
+              "random": [[i * 10, 4.2] for i in range(1, 20)] + [[200, 3.2]]}
+    runs = {name: {"curve": c, "nf1": c, "loss": losses[name], "run": name} for name, c in
+            (("pretrained", pre), ("random", rnd))}
+    floors = {"iwslt_de_en": {"floor": 1.1666, "answerer": "constant answer", "floors": {"copy the source": 0.5}},
+              "iwslt_de_en nf1": {"floor": 5.0, "answerer": "constant answer"}}
+    found = transfer.values({"runs": runs, "train_pairs": 10, "validation_examples": 5, "date": "d",
+                             "commit": "c"}, floors)
+    assert (found["pre_over_floor"], found["rnd_over_floor"]) == ("+0.37", "-0.47")  # means 1.533, 0.7
+    assert (found["loss_pre"], found["loss_rnd"]) == ("3.90", "4.10")  # the last 10 logged, not the last one
+    assert "the 1.17 floor" in found["verdict"] and "ratio" not in found

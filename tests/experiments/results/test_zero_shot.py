@@ -25,3 +25,27 @@ def test_a_group_clear_of_the_floor_gets_a_verdict(monkeypatch):
     _, heads = zero_shot.verdicts([group], floors)
     assert "not tested" not in heads
     assert zero_shot.summary(heads).startswith("Verdicts:")
+
+
+def test_the_sst_mwsc_sentences_come_from_the_figures():
+    """Seed 123's answers split 471/401 on happy/angry (54.0%, near the gold's 50.9%): the page gives each model's
+    share instead of saying every model leans; the stops and the first-word comparison are computed too."""
+    groups, floors = zero_shot.records.load("zero_shot")["groups"], zero_shot.records.floors()
+    lean = zero_shot.lean_text(groups, "SST + MWSC", floors)
+    assert '54.0% ("happy", seed 123)' in lean and "against the gold majority label's 50.9%" in lean
+    assert zero_shot.stops_text(groups, "SST + MWSC") == "Every model stops after one word on every renamed answer"
+    assert zero_shot.near_trained(groups, "SST alone", "sst.supportive_unsupportive") == (
+        "within 0.8 points of each model's EM asked as trained (81.2-82.3)")
+
+
+def test_the_sentences_change_with_the_figures(monkeypatch):
+    figures = {"sst": {"em": 80.0}, "sst.happy_angry": {"stops": 60.0, "first word right": 50.0,
+                                                        "top answers": [["happy", 436]]},
+               "sst.supportive_unsupportive": {"stops": 100.0, "first word right": 70.0,
+                                               "top answers": [["supportive", 872]]}}
+    monkeypatch.setattr(zero_shot, "models", lambda g: [("m, seed 1", figures)])
+    groups = [{"name": "g", "models": [["m", "m, seed 1"]]}]
+    floors = {t: {"examples": 872, "floors": {"constant answer": 50.9}} for t in zero_shot.RENAMED}
+    assert zero_shot.stops_text(groups, "g") == "The models stop after one word on 60.0-100.0% of their renamed answers"
+    assert '50.0% ("happy", seed 1)' in zero_shot.lean_text(groups, "g", floors)
+    assert zero_shot.near_trained(groups, "g", "sst.happy_angry").startswith("within 30.0 points")

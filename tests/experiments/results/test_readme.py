@@ -1,0 +1,29 @@
+"""experiments/results/readme.py: the index lines' figures come from the records, those a page module does
+not give included."""
+from __future__ import annotations
+
+from experiments.results import readme
+
+
+def matrix(counts: dict[str, int]) -> dict:
+    return {"result": {"matrix": {f"{t}/validation": {"task": t, "by_field": {"ngram": n}} for t, n in counts.items()}}}
+
+
+def test_the_ngram_matches_are_counted_not_typed():
+    said = readme.ngram_matches(matrix({"sst": 0, "schema": 0, "woz.en": 28, "srl": 4}))["ngram_matches"]
+    assert said == "28 WOZ and 4 QA-SRL validation examples, none in SST or MWSC"
+    said = readme.ngram_matches(matrix({"sst": 3, "schema": 0, "woz.en": 28, "srl": 4}))["ngram_matches"]
+    assert said == "3 SST, 28 WOZ and 4 QA-SRL validation examples, none in MWSC"
+    assert readme.ngram_matches(matrix({"sst": 0}))["ngram_matches"] == "no validation example"
+
+
+def test_the_serving_line_says_how_many_steps_the_model_took():
+    said = readme.serve_caveat({"floor": {"row_answer_tokens": 1}})["serve_caveat"]
+    assert said.startswith("the model answers each long row in 1 greedy step,")
+    assert "in 7 greedy steps" in readme.serve_caveat({"floor": {"row_answer_tokens": 7}})["serve_caveat"]
+
+
+def test_a_line_takes_its_page_modules_index_values():
+    text = readme.line("table3.md", "{{squad_where}} its {{squad_floor}} floor; WOZ rising in {{woz_rising}}",
+                       {"docs/results/table3.md": "experiments.results.table3"})
+    assert text.endswith("below its 9.6 floor; WOZ rising in every run")
