@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from eval import clustered, power
+from eval import clustered, power, stats
 from eval.stats import Sample
 
 
@@ -59,6 +59,19 @@ def test_mde_is_the_quantiles_times_the_standard_error():
     assert power.mde(1.0) == pytest.approx(1.959964 + 0.841621, abs=1e-5)
     assert power.mde(2.0, df=3) == pytest.approx(2 * (3.182446 + 0.978472), abs=1e-4)  # t quantiles
     assert power.underpowered(15.0, -4.0) and not power.underpowered(3.0, 4.0)
+
+
+def test_an_mde_is_never_inside_the_welch_interval_it_is_judged_with():
+    """Welch's df is fractional (1.92 for two seeds a side with unequal spreads); the interval rounds it down
+    (eval.stats.t_quantile), and so must the MDE, or it reads as powered an effect the interval cannot see."""
+    a, b = [78.8, 79.1], [80.9, 78.3]
+    interval = stats.seed_difference(a, b)
+    se = math.sqrt(np.var(a, ddof=1) / 2 + np.var(b, ddof=1) / 2)
+    df = (np.var(a, ddof=1) / 2 + np.var(b, ddof=1) / 2) ** 2 / (
+        (np.var(a, ddof=1) / 2) ** 2 + (np.var(b, ddof=1) / 2) ** 2)
+    assert 1 < df < 2
+    assert power.mde(se, df=df) > (interval.high - interval.low) / 2
+    assert power.mde(se, df=df) == pytest.approx(power.mde(se, df=1))
 
 
 def pair(rng, seeds: int, clusters: int, per: int, sd: tuple[float, float, float, float], delta: float):
