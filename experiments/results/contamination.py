@@ -67,23 +67,56 @@ def values(record: dict | None = None) -> dict[str, str]:
             "overall_table": overall_table(m), "matrix_table": matrix_table(result), "common_table": common_table(result),
             "woz_answer": cell("woz.en/validation", "woz.en", "answer"),
             "woz_ngram": cell("woz.en/validation", "woz.en", "ngram"),
-            "woz_any_pct": pct(m["woz.en/validation"]["flagged"], m["woz.en/validation"]["examples"]),
             "srl_question": cell("srl/validation", "srl", "question"),
             "srl_answer": f"{m['srl/validation']['by_field']['answer']:,}",
             "srl_ngram": cell("srl/validation", "srl", "ngram"),
-            "srl_any_pct": pct(m["srl/validation"]["flagged"], m["srl/validation"]["examples"]),
             "schema_answer": f"{m['schema/validation']['by_field']['answer']:,}",
             "schema_own": cell("schema/validation", "schema", "answer"),
             "schema_srl": cell("schema/validation", "srl", "answer"),
             "schema_examples": f"{m['schema/validation']['examples']:,}",
-            "sst_common": cell("sst/validation", "sst", "common_only"),
-            "sst_examples": f"{m['sst/validation']['examples']:,}", **match_values(record),
+            "sst_examples": f"{m['sst/validation']['examples']:,}", **match_values(record), **plain_values(result),
             "cost_corpora": record["cost"]["corpora"], "cost_machine": record["cost"]["machine"],
             "cost_examples": f"{record['cost']['examples']:,}", "cost_train_ngrams": f"{record['cost']['train_ngrams']:,}",
             "cost_prepare": f"{record['cost']['prepare_seconds']:.0f}",
             "cost_contamination": f"{record['cost']['contamination_seconds']:.0f}",
             "cost_ratio": f"{record['cost']['contamination_seconds'] / record['cost']['prepare_seconds']:.1f}",
             **cost_values(record["cost"])}
+
+
+def heading(split: dict, n_gram: int) -> str:
+    """A split's overlap in one line, from its counts: 'no overlap', or the share flagged, the fields it is in
+    and the share matched by a 13-gram."""
+    n, by_field = split["examples"], split["by_field"]
+    if not split["flagged"]:
+        return "no overlap"
+    fields = [f"{f}s" for f in FIELDS if by_field[f]]
+    listed = fields[0] if len(fields) == 1 else f"{', '.join(fields[:-1])} and {fields[-1]}"
+    return (f"{pct(split['flagged'], n)} of the validation examples overlap training data (in their {listed}), "
+            f"{pct(by_field['ngram'], n)} by a {n_gram}-gram")
+
+
+def untouched(split: dict, fields: tuple[str, ...]) -> str:
+    """'no context or question overlaps', or the count of each of `fields` that overlaps (where not zero)."""
+    counts = {f: split["by_field"][f] for f in fields}
+    if not any(counts.values()):
+        return f"no {' or '.join(fields)} overlaps"
+    return ", ".join(f"{c:,} {f}{'s overlap' if c > 1 else ' overlaps'}" for f, c in counts.items() if c)
+
+
+def plain_values(result: dict) -> dict[str, str]:
+    """The headings and counts of 'In plain words', from the matrix."""
+    m = result["matrix"]
+    sst, schema = m["sst/validation"], m["schema/validation"]
+    common, n = sst["train"]["sst"]["common_only"]["examples"], sst["examples"]
+    reviews = sst["by_field"]["ngram"]
+    shares = sorted(m.values(), key=lambda r: -r["flagged"] / r["examples"])
+    return {**{f"{k.split('/')[0].replace('.en', '')}_heading": heading(r, result["n"]) for k, r in m.items()},
+            "sst_ngram_said": (f"{reviews:,} validation review{'s share' if reviews > 1 else ' shares'}" if reviews
+                               else "No validation review shares"),
+            "sst_common_said": f"all {common:,}" if common == n else f"{common:,} of {n:,}",
+            "schema_untouched": untouched(schema, ("context", "question")),
+            "flagged_shares": ", ".join(f"{NAMES.get(r['task'], r['task'])} {pct(r['flagged'], r['examples'])}"
+                                        for r in shares)}
 
 
 def quotes(pairs: list, k: int = QUOTED) -> str:

@@ -87,11 +87,22 @@ def renamed_lines(record: dict, floors: dict) -> str:
     return "\n".join(lines)
 
 
-def group_means(name: str) -> dict[str, str]:
-    """{renamed task: 'mean ± sd'} of a zero-shot group's models."""
-    group = next(g for g in records.load("zero_shot")["groups"] if g["name"] == name)
+def group_means(name: str, record: dict | None = None) -> dict[str, str]:
+    """{renamed task: 'mean ± sd'} of a zero-shot group's models, and under "models" how many: '5 models'."""
+    group = next(g for g in (record or records.load("zero_shot"))["groups"] if g["name"] == name)
     found = zero_shot.models(group)
-    return {t: f"{mean_sd([m[t]['em'] for _, m in found])} ({len(found)} models)" for t in zero_shot.RENAMED}
+    return {"models": f"{len(found)} model{'s' if len(found) != 1 else ''}",
+            **{t: mean_sd([m[t]["em"] for _, m in found]) for t in zero_shot.RENAMED}}
+
+
+def renamed_floors(floors: dict) -> str:
+    """The renamed tasks' floors: 'a 50.9 floor (constant answer) on both' where they are the same."""
+    found = {(num(floors[t]["floor"]), floors[t]["answerer"]) for t in zero_shot.RENAMED}
+    if len(found) == 1:
+        value, who = found.pop()
+        return f"a {value} floor ({who}) on both"
+    return "floors of " + " and ".join(f"{num(floors[t]['floor'])} ({floors[t]['answerer']}) on {name}"
+                                       for t, name in zero_shot.RENAMED.items())
 
 
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
@@ -106,7 +117,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
             "same": f"{same} of {len(record['tasks'])}", "floor_caveat": floor_caveat(record, floors),
             "sources": source_sentence(record), "alone_ha": alone["sst.happy_angry"],
             "alone_su": alone["sst.supportive_unsupportive"], "mwsc_ha": mwsc["sst.happy_angry"],
-            "mwsc_su": mwsc["sst.supportive_unsupportive"]}
+            "mwsc_su": mwsc["sst.supportive_unsupportive"], "alone_models": alone["models"],
+            "mwsc_models": mwsc["models"], "renamed_floors": renamed_floors(floors)}
 
 
 def index_values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:

@@ -57,17 +57,34 @@ def step_shape(row: dict[str, str]) -> tuple[str, str, str]:
     return phase.split(" (")[0], phase.partition("(")[2].partition(" ex)")[0], row["kernels"]
 
 
+def batches(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], list[float]]:
+    """Training rows' ms/step grouped by step_shape: the rows of one group measured the same step."""
+    shapes: dict[tuple[str, str, str], list[float]] = {}
+    for row in rows:
+        shapes.setdefault(step_shape(row), []).append(float(row["ms/step"]))
+    return shapes
+
+
+def batch_label(shape: tuple[str, str, str]) -> str:
+    """'50 examples, 3,527 kernels' (the examples left out where the phase gives none)."""
+    _, ex, kernels = shape
+    return (f"{ex} examples, " if ex else "") + f"{int(kernels):,} kernels"
+
+
+def train_rows(rows: list[dict[str, str]], configs: tuple[str, ...] = FP32) -> list[dict[str, str]]:
+    """The training-step rows of `configs` (no exact-lengths row)."""
+    return [x for x in rows if x["configuration"] in configs and x["phase"].startswith("train step")
+            and "exact" not in x["phase"]]
+
+
 def repeat_note(runs: dict[str, Path]) -> str:
     """In the latest run that profiled training twice: the same step (task, examples, kernels) measured in two
     processes, and steps of one task but another batch, which are not a repeat."""
     name, rows = latest(runs, lambda r: (lambda v: v if len({x["configuration"] for x in v}) > 1 else [])(
-        [x for x in profile_rows(r) if x["configuration"] in FP32 and x["phase"].startswith("train step")
-         and "exact" not in x["phase"]]))
+        train_rows(profile_rows(r))))
     if not rows:
         return ""
-    shapes: dict[tuple[str, str, str], list[float]] = {}
-    for row in rows:
-        shapes.setdefault(step_shape(row), []).append(float(row["ms/step"]))
+    shapes = batches(rows)
     said = []
     for (task, ex, kernels), ms in shapes.items():
         if len(ms) > 1:
@@ -78,12 +95,29 @@ def repeat_note(runs: dict[str, Path]) -> str:
         other = [(k, v) for k, v in shapes.items() if k[0] == task]
         if len(other) > 1:
             said.append(f"two {TASKS.get(task, task)} batches of different shape (" + "; ".join(
-                f"{ex} examples, {int(kernels):,} kernels: {'/'.join(f'{m:.1f}' for m in ms)} ms"
-                for (_, ex, kernels), ms in other) + ") are not a repeat of one step")
+                f"{batch_label(k)}: {'/'.join(f'{m:.1f}' for m in ms)} ms" for k, ms in other)
+                + ") are not a repeat of one step")
     if not said:
         return ""
     return (f"The profile's step times are each one process's median over its steps. In {name}, "
             + "; ".join(said) + ".")
+
+
+def graphs_training_note(profiles: dict[str, list[dict[str, str]]]) -> str:
+    """What `+graphs` training rows measure: fp32's step again where the batch (examples, kernels) is the same,
+    run by run and task by task; another step where it is not."""
+    said = []
+    for name, rows in profiles.items():
+        graphs = {step_shape(r)[0]: step_shape(r) for r in train_rows(rows, ("fp32+graphs",))}
+        plain = {step_shape(r)[0]: step_shape(r) for r in train_rows(rows, ("fp32",))}
+        for task in (t for t in graphs if t in plain):
+            label = TASKS.get(task, task)
+            said.append(f"{name}'s {label} rows are one batch ({batch_label(plain[task])}), a repeat"
+                        if graphs[task] == plain[task] else
+                        f"{name}'s {label} rows are two batches ({batch_label(plain[task])} against "
+                        f"{batch_label(graphs[task])}), not a repeat")
+    head = "`+graphs` changes greedy decoding only: its training-step rows measure fp32's step again only where "
+    return head + "the batch is the same" + (f": {'; '.join(said)}." if said else "; no run profiled both.")
 
 
 def unpacking_note(profiles: dict[str, list[dict[str, str]]]) -> str:
@@ -113,8 +147,8 @@ def syncs_note(profiles: dict[str, list[dict[str, str]]]) -> str:
     greedy = [float(r["syncs"]) for r in rows if r["phase"].startswith("greedy")]
     return (f"Synchronisations, over every profile row: {min(train):.1f}-{max(train):.1f} per training step (the "
             f"optimizer's first-step state, averaged over the steps), and {min(greedy):.1f}-{max(greedy):.1f} per "
-            "greedy decoding (the check for the end every 8 steps, the candidates' `unique` once per batch, the "
-            "final copy of the ids).")
+            "greedy decoding (among them the check for the end every 8 steps, the candidates' `unique` once per "
+            "batch and the final copy of the ids; no record breaks the count down by cause).")
 
 
 def tests_tally(run: Path) -> tuple[str, list[str]] | None:

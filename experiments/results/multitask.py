@@ -1,9 +1,11 @@
 """docs/results/multitask.md: fully joint against single-task MQAN with embeddings learned from scratch, from
 docs/results/multitask.json (earlier settings) and multitask_recipe.json (the SST recipe), with each
-task's floor (records/floors.json) and eval/verdict.py's verdict on each joint-against-single comparison."""
+task's floor (records/floors.json) and eval/verdict.py's verdict on each joint-against-single comparison. The
+single-task curve is read at the joint run's own batches, interpolated as issue10.matched does."""
 from __future__ import annotations
 
 from experiments.results import records
+from experiments.results.issue10 import matched
 from experiments.results.render import floor_cell, floor_of, judge, num, rising_until, table
 
 PAGE = "docs/results/multitask.md"
@@ -11,15 +13,21 @@ TEMPLATE = "multitask.md"
 TASKS = {"sst": "SST (EM)", "woz.en": "WOZ (joint goal EM)", "srl": "QA-SRL (nF1)", "schema": "MWSC (EM)"}
 
 
-def nearest(curve: list, iteration: float) -> tuple[int, float]:
-    """(iteration, value) of the curve point nearest to `iteration`."""
-    point = min(curve, key=lambda p: abs(p[0] - iteration))
-    return point[0], point[-1]
+def single_cell(curve: list, batches: float) -> str:
+    """Single-task at the joint run's own batches: interpolated, with the two validations around that point
+    (issue10.matched), or where the run ended before as many batches."""
+    found = matched(curve, batches)
+    if found is None:
+        return f"- (run ended at {curve[-1][0]:,})"
+    value, (i0, v0), (i1, v1) = found
+    if i0 == i1:
+        return f"{num(value)} (validated at {i0:,})"
+    return f"{num(value)} ({i0:,}: {num(v0)}; {i1:,}: {num(v1)})"
 
 
 def row(record: dict, task: str, floors: dict) -> list[str]:
-    """One task: joint best (own batches), single-task at about as many batches, single-task end, verdict,
-    floor."""
+    """One task: joint best (own batches), single-task at the same own batches (interpolated), single-task end,
+    verdict, floor."""
     joint = record["runs"]["fully_joint"]
     batches = joint["best"]["_iteration"] / len(TASKS)
     value = joint["best"][task]
@@ -28,27 +36,48 @@ def row(record: dict, task: str, floors: dict) -> list[str]:
     if single is None:
         return [TASKS[task], f"{num(value)} ({batches:.0f})", "not recorded", "not recorded", "-", chance]
     curve = single["curves"][task]
-    at, same = nearest(curve, batches)
-    # the single-task curve up to the point compared; the joint curve to its end
-    rising = [rising_until(curve, at), rising_until(joint["curves"][task])]
-    _, said = judge([same], [value], 0.0, floor=floor_of(floors.get(task)), rising=rising)
-    return [TASKS[task], f"{num(value)} ({batches:.0f})", f"{num(same)} ({at})",
-            f"{num(curve[-1][-1])} ({curve[-1][0]}, {num(single['minutes_at_last_validation'])} min)", said, chance]
+    end = f"{num(curve[-1][-1])} ({curve[-1][0]}, {num(single['minutes_at_last_validation'])} min)"
+    found = matched(curve, batches)
+    if found is None:
+        said = "not compared: the single-task run ended before as many batches"
+    else:
+        # the single-task curve up to the point compared; the joint curve to its end
+        rising = [rising_until(curve, batches), rising_until(joint["curves"][task])]
+        _, said = judge([found[0]], [value], 0.0, floor=floor_of(floors.get(task)), rising=rising)
+    return [TASKS[task], f"{num(value)} ({batches:.0f})", single_cell(curve, batches), end, said, chance]
 
 
 def results_table(record: dict, floors: dict) -> str:
     """The four tasks of one record."""
     rows = [row(record, task, floors) for task in TASKS]
-    return table(["task", "fully joint, best checkpoint (own batches)", "single-task at about as many batches",
+    return table(["task", "fully joint, best checkpoint (own batches)",
+                  "single-task at the same own batches, interpolated (the validations around it)",
                   "single-task, end (iteration, minutes)", "joint - single: verdict (eval/verdict.py)",
                   "floor (strongest trivial)"], rows, "lrrrll")
 
 
+def span(values: list[float], digits: int = 1) -> str:
+    """'a' or 'a-b' at `digits` decimals."""
+    low, high = num(min(values), digits), num(max(values), digits)
+    return low if low == high else f"{low}-{high}"
+
+
+def budget(minutes: list[float]) -> str:
+    """Budgets in minutes: whole minutes where every one is whole, else one decimal."""
+    return span(minutes, 0 if all(float(m).is_integer() for m in minutes) else 1)
+
+
 def joint_facts(record: dict, prefix: str) -> dict[str, str]:
-    """The joint run's minutes, iterations and own batches per task."""
+    """The joint run's budget, minutes at its last validation, iterations and own batches per task; the
+    single-task runs' budgets and minutes at their last validations."""
     joint = record["runs"]["fully_joint"]
-    return {f"{prefix}_minutes": num(joint["minutes_budget"], 0), f"{prefix}_iterations": f"{joint['last_iteration']:,}",
+    singles = [r for k, r in record["runs"].items() if k.startswith("single:")]
+    return {f"{prefix}_minutes": budget([joint["minutes_budget"]]),
+            f"{prefix}_last_minutes": num(joint["minutes_at_last_validation"]),
+            f"{prefix}_iterations": f"{joint['last_iteration']:,}",
             f"{prefix}_batches": f"{joint['last_iteration'] / len(TASKS):.0f}",
+            f"{prefix}_single_budget": budget([r["minutes_budget"] for r in singles]),
+            f"{prefix}_single_minutes": span([r["minutes_at_last_validation"] for r in singles]),
             f"{prefix}_runs": ", ".join(f"`{r['run']}`" for r in record["runs"].values())}
 
 

@@ -24,11 +24,15 @@ from experiments.results import examples, grid_runs, records
 
 
 def params_digest(run: dict) -> str:
-    """sha256 (16 hex) of the overlay files' text and the overrides: equal digests, equal params."""
+    """sha256 (16 hex) of the overlay files' text, the overrides and the training precision (single_task.py's
+    `--precision`, which sets `train.precision`): equal digests, equal params. The precision is hashed only
+    where it is not fp32, the default, so that the digests of fp32 runs made before it was hashed still hold."""
     h = hashlib.sha256()
     for path in run.get("overlay", []):
         h.update((records.ROOT / path).read_bytes())
     h.update("\n".join(run.get("overrides", [])).encode())
+    if run.get("precision", "fp32") != "fp32":
+        h.update(f"\ntrain.precision={run['precision']}".encode())
     return h.hexdigest()[:16]
 
 
@@ -42,7 +46,8 @@ def from_folder(folder: Path, machine: str, made_at: str | None = None) -> dict:
     overlay = " ".join(f"--overlay {o}" for o in run.get("overlay", []))
     return {"name": folder.name, "task": task, "variant": run.get("variant", "mqan"), "seed": run["seed"],
             "command": f"python -m experiments.single_task run --task {task} --iterations {iters} --val-every "
-                       f"{curve[1]['iteration'] - curve[0]['iteration'] if len(curve) > 1 else iters} {overlay} {sets}",
+                       f"{curve[1]['iteration'] - curve[0]['iteration'] if len(curve) > 1 else iters} "
+                       f"--precision {run.get('precision', 'fp32')} {overlay} {sets}",
             "commit": made_at or commit(), "params_digest": params_digest(run), "machine": machine,
             "load": run.get("load_end"), "minutes": round(run["minutes"], 2),
             "curve": [[p["iteration"], round(p["headline"], 2)] for p in curve],

@@ -112,6 +112,11 @@ def alone_noise(*found: dict) -> float:
     return max(alone) / min(alone) - 1 if alone else 0.0
 
 
+def threads(n: int, kind: str = "") -> str:
+    """'1 torch thread', '16 threads'."""
+    return f"{n} {kind}thread{'' if n == 1 else 's'}"
+
+
 def floor_text(floor: dict) -> str:
     """The in-process floor: one maximal row encoded and answered, the one-sentence row answered."""
     med = {k: statistics.median(floor[k]) for k in ("encode_row_s", "answer_row_s", "answer_small_s")}
@@ -119,8 +124,8 @@ def floor_text(floor: dict) -> str:
     return (f"One row of the large call ({floor['row_tokens'][-1]:,} context + question tokens) takes "
             f"{med['encode_row_s']:.2f} s to encode and {med['answer_row_s']:.2f} s to answer (encode + "
             f"{steps_of(floor['row_answer_tokens'])}); the one-sentence row ({floor['small_tokens']} tokens) "
-            f"{med['answer_small_s']:.3f} s (medians of {n}, {floor['threads']} torch threads, in the bench's own "
-            f"process before any server starts, as `deca serve` runs the model; with {floor['all_cores']} threads, "
+            f"{med['answer_small_s']:.3f} s (medians of {n}, {threads(floor['threads'], 'torch ')}, in the bench's own "
+            f"process before any server starts, as `deca serve` runs the model; with {threads(floor['all_cores'])}, "
             f"torch's default, once: {floor['answer_row_all_cores_s'][0]:.2f} s). Tokenizing the whole large call takes {floor['prepare_call_s']:.2f} s. "
             f"The server interrupts a batch between its greedy steps but not in its encoder, so a one-sentence "
             f"call that arrives while a long row is encoded waits up to {med['encode_row_s']:.2f} s for it (the "

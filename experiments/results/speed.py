@@ -167,7 +167,7 @@ def in_short(sessions: list[speedcheck.Session]) -> str:
     parts = "; ".join(f"on {cpu}: " + ", ".join(headline(sessions, case, cpu=cpu) for case in speedcheck.CASES)
                       for cpu in cpus(sessions))
     return (f"examples/s against the original, {HEADLINE}, median (min-max) over the rounds whose load stayed "
-            f"within the cores, the latest session on each CPU: {parts}")
+            f"within the cores, from the latest session that measured each case on each CPU: {parts}")
 
 
 def against(a: speedcheck.Rounds, b: speedcheck.Rounds, field: str) -> str:
@@ -236,21 +236,37 @@ def tried_note(sessions: list[speedcheck.Session]) -> str:
             f"{compared(variant_rounds(tried, ''), variant_rounds(base, HEADLINE), tuple(WORDS))}")
 
 
+def rounds_said(found: list[tuple[speedcheck.Session, speedcheck.Rounds]]) -> str:
+    """'2 rounds (2 cases each), none calm': the rounds of a variant's sessions (a round runs each of the
+    session's cases once) and how many of its case runs were calm."""
+    by_session: dict[str, list[speedcheck.Rounds]] = {}
+    for s, r in found:
+        by_session.setdefault(s.name, []).append(r)
+    rounds = sum(max(len(r.original) for r in rs) for rs in by_session.values())
+    cases = {len(rs) for rs in by_session.values()}
+    n = sum(len(r.original) for _, r in found)
+    k = sum(len(calm(r, s.machine["cores"]).original) for s, r in found)
+    shape = (f"{next(iter(cases))} case{'' if cases == {1} else 's'} each" if len(cases) == 1
+             else f"{n} case runs")
+    calm_said = "none calm" if k == 0 else "all calm" if k == n else f"{k} of its {n} case runs calm"
+    return f"{rounds} round{'' if rounds == 1 else 's'} ({shape}), {calm_said}"
+
+
 def int8_note(sessions: list[speedcheck.Session]) -> str:
-    """Where int8 W_v was measured (which CPUs, with or without bf16 units) and how many of its rounds were calm."""
+    """Where int8 W_v was measured (which CPUs, with or without bf16 units), in how many rounds, and how many of
+    its case runs were calm."""
     found = [(s, r) for s in sessions for r in speedcheck.rounds(s)
              if s.meta["variants"].get(r.variant, "").startswith("int8")]
     if not found:
         return "int8 was not measured"
     where = list(dict.fromkeys(cpu_of(s) for s, _ in found))
     units = {s.machine["bf16_units"] for s, _ in found}
-    n = sum(len(r.original) for _, r in found)
     k = sum(len(calm(r, s.machine["cores"]).original) for s, r in found)
     said = ("only on CPUs with bf16 units" if units == {True} else "only on CPUs without bf16 units"
             if units == {False} else "on CPUs with and without bf16 units")
     unknown = "; its speed on a CPU without them is unknown" if units == {True} else ""
-    return (f"int8 W_v was measured {said} ({', '.join(where)}), in {n} rounds of which {k} "
-            f"{'was' if k == 1 else 'were'} calm" + (", so no int8 speed is quoted here" if k == 0 else "") + unknown)
+    return (f"int8 W_v was measured {said} ({', '.join(where)}), in {rounds_said(found)}"
+            + (", so no int8 speed is quoted here" if k == 0 else "") + unknown)
 
 
 def values() -> dict[str, str]:

@@ -2,7 +2,7 @@
 docs/results/sst_single_task.json (the run's curve) and records/sst_linear_baseline.json."""
 from __future__ import annotations
 
-from experiments.results import records
+from experiments.results import glove, records
 from experiments.results.render import num, table
 
 PAGE = "docs/results/sst_single_task.md"
@@ -47,6 +47,7 @@ def values(record: dict | None = None, baseline: dict | None = None, floors: dic
             "date": record["date"], "commit": record["commit"], "majority": num(majority), "plateau_end": f"{max(plateau):,}",
             "at_600": at(curve, 600), "at_1000": at(curve, 1000), "over_count": str(len(over)),
             "over_first": f"{over[0][0]:,}", "over_last": f"{over[-1][0]:,}", "validations": str(len(curve)),
+            "after_best": glove.after_best(curve),
             "linear_table": linear_table, "linear_best": linear_best, "linear_date": baseline["date"],
             "linear_machine": records.describe_machine(baseline["machines"]["this"]),
             "linear_minutes": num(run["minutes"]), "linear_load": run["load"], "linear_commit": run["commit"]}

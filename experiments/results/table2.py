@@ -3,7 +3,7 @@ docs/results/records/table2.json, with a verdict (eval/verdict.py) on every step
 
 A cell is the mean ± sd over seeds of each run's best validation headline. Where the record keeps only the
 mean and sd of two seeds (QA-SRL, WOZ: the runs' folders were not committed), the two values are recovered
-exactly from them (`two_values`), which is all Welch's interval needs.
+from them (`two_values`), exact up to the summaries' rounding to 0.1, which is all Welch's interval needs.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from eval.clustered import cluster_unit
 from eval.examples import metric_value
 from eval.stats import t_quantile
 from eval.steps import Judged, Step, judge_steps
-from eval.verdict import still_rising
+from eval.verdict import rising_unknown, still_rising
 from eval.compare import PAPER_TABLE2, TABLE2_NAMES, TABLE2_VARIANTS
 from experiments.results import examples, planned, records
 from experiments.results.render import (floor_cell, floor_of, interval, mde_cell, mean_sd, num, p_cell, table,
@@ -43,7 +43,8 @@ def run_value(run: dict, task: str) -> float:
 def cell_values(record: dict, task: str, variant: str) -> list[float]:
     """Each seed's best headline of (task, variant) (`run_value`): from the runs that kept their scores, and for
     the two runs that kept only their mean and sd (`summaries`) the two values with that mean and sd, which give
-    any later seeds' mean and sd exactly (the sum and the sum of squares are the same)."""
+    any later seeds' mean and sd exactly up to the summaries' rounding to 0.1 (the sum and the sum of squares are
+    the same)."""
     runs = [r for r in record["runs"] if r["task"] == task and r["variant"] == variant]
     scored = [run_value(r, task) for r in runs if r["scores"]]
     unscored = [r["name"] for r in runs if not r["scores"]]
@@ -206,22 +207,55 @@ def of_runs(count: int, total: int) -> str:
     return f"every one of its {total}" if count == total else f"{count} of its {total}"
 
 
+def runs_of_seeds(seeds: list) -> str:
+    """'8 runs of seeds 123 and 7', '1 run of seed 11'."""
+    distinct = list(dict.fromkeys(seeds))
+    return (f"{len(seeds)} run{'s' if len(seeds) != 1 else ''} of seed{'s' if len(distinct) != 1 else ''} "
+            f"{words(distinct)}")
+
+
+def rising_source(record: dict, task: str, plot: str) -> str:
+    """Where `task`'s rising flags come from: the record's reading of `plot` (runs without a curve) and the runs'
+    own curves; '`plot`' or 'their own curves' where one source gives them all."""
+    runs = [r for r in record["runs"] if r["task"] == task]
+    read = [r["seed"] for r in runs if not r["curve"] and r["still_rising"] is not None]
+    curves = [r["seed"] for r in runs if r["curve"]]
+    if not curves:
+        return f"`{plot}`"
+    if not read:
+        return "their own curves"
+    return f"`{plot}` for {runs_of_seeds(read)}, their own curves for {runs_of_seeds(curves)}"
+
+
 def rising_text(record: dict, task: str, label: str, plot: str) -> str:
-    """How many of `task`'s runs were still rising at their end (`run_rising`), and for how many that is unknown
-    (a verdict then holds only if they were not: the rule reads unknown as not rising)."""
+    """How many of `task`'s runs were still rising at their end (`run_rising`), from where (`rising_source`), and
+    for how many that is unknown (a verdict then holds only if they were not: the rule reads unknown as not
+    rising)."""
     found = [run_rising(record, r) for r in record["runs"] if r["task"] == task]
     up, unknown = found.count(True), found.count(None)
+    source = rising_source(record, task, plot)
     if unknown == len(found):
         said = (f"**Whether {label} was still rising at the end is unknown**: none of its {len(found)} runs kept its "
-                f"curve (`{plot}` below was drawn from them)")
+                f"curve (`{plot}` below was drawn from them) and the record holds no reading of it")
     elif not up and not unknown:
-        said = f"**None of {label}'s {len(found)} runs was still rising at its end** (`{plot}`)"
+        said = f"**None of {label}'s {len(found)} runs was still rising at its end** ({source})"
     else:
-        said = f"**{label} was still rising at the end of {of_runs(up, len(found))} runs** (`{plot}`)"
+        said = f"**{label} was still rising at the end of {of_runs(up, len(found))} runs** ({source})"
         said += f"; for {unknown} it is unknown (no curve kept)" if unknown else ""
     if unknown and up < len(found):
         said += f", so a verdict on {label} holds only if those curves had stopped rising (else: not tested)"
     return said + "."
+
+
+def held_if_flat(found: list) -> str:
+    """The verdicts that hold only if an unknown side had stopped rising (eval.verdict.rising_unknown), per task:
+    ' (the 3 on WOZ hold only if its curves, which were not kept, had stopped rising; else: not tested)'."""
+    counts = Counter(TASKS[task].split(" (")[0] for (task, *_), j in found if rising_unknown(j.step.rising, j.verdict))
+    if not counts:
+        return ""
+    held = words([f"the {n} on {label}" for label, n in counts.items()])
+    return (f" ({held} hold{'s' if sum(counts.values()) == 1 else ''} only if {'its' if len(counts) == 1 else 'their'}"
+            " curves, which were not kept, had stopped rising; else: not tested)")
 
 
 def floors_text(found: dict, unit: str) -> str:
@@ -262,7 +296,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
         "iters_schema": budget(record, "schema"), "iters_sst": budget(record, "sst"),
         "iters_woz": budget(record, "woz.en"), "iters_srl": budget(record, "srl"),
         "results_table": results_table(record, floors, found), "verdict_table": verdicts,
-        "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())),
+        "tally": ", ".join(f"{n} {v}" for v, n in sorted(tally.items())), "held_if_flat": held_if_flat(found),
+        "n_steps": str(len(found)),
         "mwsc_note": notes(by_task, "schema", "The MWSC steps, the +CAtt drop and the +QPtr recovery included, are "
                                                 "therefore not tests of the paper's claims."),
         "srl_note": notes(by_task, "srl", "Its steps compare how fast the variants start, not the converged "

@@ -75,12 +75,17 @@ def verdicts(groups: list[dict], floors: dict) -> tuple[str, list[str]]:
                   "MDE (80% power)", "Holm p", "verdict (eval/verdict.py)"], rows, "llrrlrrrl"), heads
 
 
+def tally(heads: list[str]) -> str:
+    """'4 fails, 2 not tested'."""
+    return ", ".join(f"{heads.count(h)} {h}" for h in sorted(set(heads)))
+
+
 def summary(heads: list[str]) -> str:
     """One sentence on the verdicts as a whole."""
     if all(h == "not tested" for h in heads):
         return ("No group of models answers the renamed question reliably better than chance, so none of them "
                 "tests the paper's claim.")
-    return "Verdicts: " + ", ".join(f"{heads.count(h)} {h}" for h in sorted(set(heads))) + "."
+    return f"Verdicts: {tally(heads)}."
 
 
 def span(groups: list[dict], name: str, task: str, key: str) -> tuple[str, str]:
@@ -99,6 +104,23 @@ def near_trained(groups: list[dict], name: str, task: str) -> str:
     gap = max(abs(m[task]["first word right"] - m[TRAINED]["em"]) for _, m in found)
     trained = [m[TRAINED]["em"] for _, m in found]
     return f"within {num(gap)} points of each model's EM asked as trained ({num(min(trained))}-{num(max(trained))})"
+
+
+def first_word_floor(groups: list[dict], name: str, task: str, floors: dict) -> dict[str, str]:
+    """A group's first-word-right shares on `task` against the share a constant first word gets at most (the gold
+    majority label's, floors.json's constant answer): how many models lie above it, and which give one answer to
+    every review (their first word right for just that label's share)."""
+    found, n = group_named(groups, name), floors[task]["examples"]
+    constant = floors[task]["floors"]["constant answer"]
+    above = sum(m[task]["first word right"] > constant for _, m in found)
+    lie = f"{above} of the {len(found)} models lie{'s' if above == 1 else ''} above it"
+    said = ("every model lies above it" if above == len(found) else "no model lies above it" if not above else
+            ("only " if above == 1 else "") + lie)
+    one = [f"{label.rsplit(', ', 1)[-1]} \"{m[task]['top answers'][0][0]}\"" for label, m in found
+           if m[task]["top answers"] and m[task]["top answers"][0][1] == n]
+    gives = f"{len(one)} give{'s' if len(one) == 1 else ''} one answer to every review" if one else ""
+    return {"floor": num(constant), "above": said + (f"; {gives} ({', '.join(one)})" if one else ""),
+            "short": f"{above} of {len(found)} model{'s' if len(found) != 1 else ''} above it", "gives": gives}
 
 
 def stops_text(groups: list[dict], name: str) -> str:
@@ -132,10 +154,10 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     record = record or records.load("zero_shot")
     floors = floors if floors is not None else records.floors()
     groups = record["groups"]
+    verdict_table, heads = verdicts(groups, floors)
     out = {"plan_table": planned.section("zero_shot"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
-            "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": machines(record),
-           "source": record["source"], "verdict_table": verdicts(groups, floors)[0],
-           "verdict_summary": summary(verdicts(groups, floors)[1]),
+           "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": machines(record),
+           "source": record["source"], "verdict_table": verdict_table, "verdict_summary": summary(heads),
            "floor": num(floors["sst.happy_angry"]["floor"]), "floor_answerer": floors["sst.happy_angry"]["answerer"],
            "chance": num(floors["sst.happy_angry"]["floors"]["random candidate"])}
     out["models_total"] = str(sum(len(g["models"]) for g in groups))
@@ -149,9 +171,26 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
                                                                                   "first word right")
         out[f"first_t3_{short}_low"], out[f"first_t3_{short}_high"] = span(groups, "Table 3 five-task models", task,
                                                                             "first word right")
+    first = first_word_floor(groups, "SST alone", "sst.happy_angry", floors)
+    out["first_alone_ha_floor"], out["first_alone_ha_above"] = first["floor"], first["above"]
     out["stops_alone_su_low"], out["stops_alone_su_high"] = span(groups, "SST alone", "sst.supportive_unsupportive",
                                                                   "stops")
     out["alone_su_near"] = near_trained(groups, "SST alone", "sst.supportive_unsupportive")
     out["mwsc_stops"] = stops_text(groups, "SST + MWSC")
     out["mwsc_lean"] = lean_text(groups, "SST + MWSC", floors)
+    return out
+
+
+def index_values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
+    """The figures of README.md's index line (experiments/results/readme.py): the page's, the verdicts' tally and
+    each renaming's first-word shares against a constant first word's."""
+    record = record or records.load("zero_shot")
+    floors = floors if floors is not None else records.floors()
+    out = {**values(record, floors), "verdict_tally": tally(verdicts(record["groups"], floors)[1])}
+    found = {t: first_word_floor(record["groups"], "SST alone", t, floors) for t in RENAMED}
+    shares = list(dict.fromkeys(f["floor"] for f in found.values()))
+    out["constant_first_word"] = f"the {' and '.join(shares)}% a constant first word gets at most"
+    out["first_alone_above"] = ", ".join(f"{f['short']} on {RENAMED[t].replace(' / ', '/')}" for t, f in found.items())
+    out["first_alone_above"] += "".join(f"; on {RENAMED[t].replace(' / ', '/')} {f['gives']}"
+                                        for t, f in found.items() if f["gives"])
     return out

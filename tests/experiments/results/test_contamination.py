@@ -53,3 +53,23 @@ def test_the_cost_gives_both_measurements_of_the_first_implementation():
     found = contamination.cost_values(cost)
     assert (found["cost_speedup_low"], found["cost_speedup_high"]) == ("20.0", "25.0")
     assert found["cost_first_earlier"] == "200"
+
+
+def test_the_plain_words_headings_follow_the_counts():
+    record = copy.deepcopy(contamination.records.load("contamination"))
+    result = record["result"]
+    found = contamination.plain_values(result)
+    assert found["sst_heading"] == "no overlap" and found["sst_common_said"] == "all 872"
+    assert found["schema_untouched"] == "no context or question overlaps"
+    woz = result["matrix"]["woz.en/validation"]
+    woz.update(flagged=83, by_field={"context": 83, "question": 0, "answer": 0, "ngram": 0})
+    assert contamination.heading(woz, 13) == ("10.0% of the validation examples overlap training data (in their "
+                                              "contexts), 0.0% by a 13-gram")
+    result["matrix"]["sst/validation"].update(flagged=2,
+                                              by_field={"context": 2, "question": 0, "answer": 0, "ngram": 2})
+    result["matrix"]["schema/validation"]["by_field"]["question"] = 3
+    changed = contamination.plain_values(result)
+    assert changed["sst_heading"].startswith("0.2% of the validation examples")
+    assert changed["sst_ngram_said"].startswith("2 ")
+    assert changed["schema_untouched"] == "3 questions overlap"
+    assert changed["flagged_shares"] == "QA-SRL 37.3%, MWSC 30.5%, WOZ 10.0%, SST 0.2%"

@@ -28,3 +28,16 @@ def test_the_source_sentence_follows_the_shares():
     assert figure3.floor_note(record, floors) == "MWSC at or below its trivial floor"
     record["tasks"]["schema"]["headline"] = 60.0
     assert figure3.floor_caveat(record, floors) == "Every task scores above its trivial floor (one model: no interval)."
+
+
+def test_the_renamed_means_give_their_model_count_once_and_the_floor(monkeypatch):
+    """'0.0 ± 0.0 on happy/angry and 8.8 ± 19.6 on supportive/unsupportive (5 models)', not a count in brackets
+    after each mean; the renamed tasks' floor beside them."""
+    figures = {"sst.happy_angry": {"em": 0.0}, "sst.supportive_unsupportive": {"em": 10.0}}
+    monkeypatch.setattr(figure3.zero_shot, "models", lambda g: [("a", figures), ("b", figures)])
+    found = figure3.group_means("g", {"groups": [{"name": "g"}]})
+    assert found["models"] == "2 models" and "models" not in found["sst.happy_angry"]
+    floors = {t: {"floor": 50.9, "answerer": "constant answer"} for t in figure3.zero_shot.RENAMED}
+    assert figure3.renamed_floors(floors) == "a 50.9 floor (constant answer) on both"
+    floors["sst.happy_angry"] = {"floor": 52.0, "answerer": "constant answer"}
+    assert figure3.renamed_floors(floors).startswith("floors of 52.0 (constant answer) on happy / angry and 50.9")

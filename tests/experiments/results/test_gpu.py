@@ -16,7 +16,7 @@ def row(config, phase, speed, memory, s_per_step=0.1, rate=100.0, tflops=None):
 
 
 def record_of(small_rows, large_rows):
-    settings = {"decode_batch": 256, "decode_steps": 50}
+    settings = {"decode_batch": 256, "decode_steps": 50, "steps": 20}
     return {"peak_tflops_bf16": 989, "peak_tflops_fp32": 67, "runs": [
         {"rows": small_rows, "settings": {**settings, "budget": 10000}},
         {"rows": large_rows, "settings": {**settings, "decode_batch": 2048, "budget": 80000}}]}
@@ -34,13 +34,15 @@ def test_bf16_ranges_gains_and_counts_come_from_the_rows():
     assert (found["mem_decode_low"], found["mem_decode_high"]) == ("0.75", "0.90")
     assert found["mem_train_saving"] == "30" and found["mfu_max_bf16"] == "0.50"
     assert found["mfu_max_fp32"] == "10.00"  # 6.7 TFLOP/s against the fp32 peak (67), not the bf16 one
-    assert (found["faster_rows"], found["smaller_rows"], found["bf16_rows"]) == ("1", "3", "4")
+    assert (found["smaller_rows"], found["bf16_rows"]) == ("3", "4")
     assert (found["squad_gain"], found["sst_gain"], found["budget_factor"]) == ("4.5", "2.0", "8")
     # s/step from examples per batch (256) over examples/s, for the rows measured at both budgets
     assert (found["step_small_low"], found["step_small_high"]) == ("2.560", "5.120")
     assert (found["step_large_low"], found["step_large_high"]) == ("0.569", "2.560")
     assert (found["step_ratio_low"], found["step_ratio_high"]) == ("0.2", "0.5")
     assert "| train step, squad | fp32 | 2.560 | 0.569 | x0.22 |" in found["step_table"]
+    # the fp32 sentence's span leaves out bf16's rows (here bf16's sst row has no 10,000-token counterpart)
+    assert (found["step_ratio_fp32_low"], found["step_ratio_fp32_high"]) == ("0.2", "0.5")
     assert "bf16" not in found["step_table"]  # bf16's squad row has no 80,000-token counterpart here
     assert (found["decode_speed_small_low"], found["decode_speed_large_high"]) == ("0.60", "0.80")
 
@@ -90,3 +92,23 @@ def test_the_sst_runs_best_is_of_the_kept_rows_and_overfitting_is_read_from_them
     assert gpu.sst_values(sst)["overfits"].startswith("the best kept row is the last")
     sst["curve"][-1]["em_moving_average"], sst["curve"][-1]["train_loss"] = 77.5, 0.2  # loss rose too
     assert gpu.sst_values(sst)["overfits"] == "the kept rows show no overfitting"
+
+
+def test_the_fp32_step_ratio_leaves_out_the_bf16_rows():
+    small = [row("fp32", "train step, sst", 1.0, 1.0, rate=100.0), row("bf16", "train step, sst", 1.0, 1.0, rate=100.0)]
+    large = [row("fp32", "train step, sst", 1.0, 1.0, rate=200.0), row("bf16", "train step, sst", 1.0, 1.0, rate=20.0)]
+    found = gpu.step_values(record_of(small, large))
+    assert (found["step_ratio_low"], found["step_ratio_high"]) == ("0.5", "5.0")  # every row
+    assert (found["step_ratio_fp32_low"], found["step_ratio_fp32_high"]) == ("0.5", "0.5")
+
+
+def test_bf16_rows_at_or_above_fp32_are_counted_with_their_range_and_runs():
+    small = [row("bf16", "train step, squad", 1.02, 1.0), row("bf16", "greedy, sst dev", 0.62, 1.0)]
+    large = [row("bf16", "train step, sst", 1.06, 1.0), row("bf16", "greedy, squad dev", 1.0, 1.0)]
+    record = record_of(small, large)
+    record["runs"][0]["settings"]["steps"], record["runs"][1]["settings"]["steps"] = 20, 10
+    assert gpu.faster_said(record) == ("at or above fp32 in 3 of 4 rows: x1.00-1.06, each one bench run of 20 or 10 "
+                                       "steps, not repeated")
+    record["runs"][1]["rows"] = []
+    record["runs"][0]["rows"][0]["speed_vs_fp32"] = 0.9
+    assert gpu.faster_said(record) == "at or above fp32 in 0 of 2 rows"

@@ -111,3 +111,24 @@ def test_synchronisations_and_repeats_are_read_from_the_profiles(tmp_path):
     profile.write_text(profile.read_text(encoding="utf-8").replace("| 0.2 | 33.8 |", "| 0.9 | 33.8 |"),
                        encoding="utf-8")
     assert "0.2-0.9 per training step" in report.render(records)
+
+
+def test_training_rows_count_as_repeats_only_of_the_same_batch(tmp_path):
+    records = tmp_path / "gpu_floor"
+    shutil.copytree(report.RECORDS, records)
+    text = report.render(records)
+    assert ("| SQuAD-shaped training step, fp32 (ms) | run4 | 119.2 (50 examples, 3,527 kernels); 77.0 (52 examples, "
+            "3,354 kernels) | 1 + 1 | <= 30 | missed |") in text
+    assert "run4's SQuAD rows are two batches (50 examples, 3,527 kernels against 52 examples, 3,354 kernels), " \
+           "not a repeat; run4's SST rows are one batch (221 examples, 1,426 kernels), a repeat." in text
+    graphs = records / "run4" / "profile_graphs.txt"  # the +graphs SQuAD row on fp32's batch: a repeat
+    graphs.write_text(graphs.read_text(encoding="utf-8").replace("squad (52 ex) | 77.0 | 3354",
+                                                                 "squad (50 ex) | 77.0 | 3527"), encoding="utf-8")
+    text = report.render(records)
+    assert "| SQuAD-shaped training step, fp32 (ms) | run4 | 98.1 (77.0-119.2) | 2 | <= 30 | missed |" in text
+    assert "run4's SQuAD rows are one batch (50 examples, 3,527 kernels), a repeat" in text
+
+
+def test_the_synchronisations_per_decoding_are_not_said_to_be_only_the_causes_listed():
+    text = report.render()
+    assert "(among them the check for the end" in text and "no record breaks the count down by cause" in text

@@ -42,3 +42,32 @@ def test_runs_brought_back_join_the_record_with_their_per_example_records(tmp_pa
     assert record["machines"]["h100"] == machine and record["runs"][1]["commit"] == "abc1234"
     kept = examples.load("table2", "sst-s2s-s11")
     assert kept["tasks"]["sst"]["headline"] == 66.6667
+
+
+def test_the_precision_is_in_the_command_and_in_the_digest_where_it_is_not_fp32(tmp_path):
+    import hashlib
+
+    folder = tmp_path / "sst-bf16-s7"
+    folder.mkdir()
+    curve = [{"iteration": 100 * i, "minutes": 0.5 * i, "headline": h} for i, h in enumerate([50.9, 80.1], 1)]
+    fp32 = {"task": "sst", "seed": 7, "iterations": 200, "overlay": ["infra/params/glove.yaml"],
+            "overrides": ["train.seed=7"], "load_end": [1.0, 1.0, 1.0], "minutes": 1.0, "curve": curve}
+    (folder / "curve.json").write_text(json.dumps({**fp32, "precision": "bf16"}), encoding="utf-8")
+    bf16 = runs.from_folder(folder, "here")
+    assert "--precision bf16 " in bf16["command"] and bf16["precision"] == "bf16"
+    (folder / "curve.json").write_text(json.dumps(fp32), encoding="utf-8")  # no precision kept: fp32, the default
+    plain = runs.from_folder(folder, "here")
+    assert "--precision fp32 " in plain["command"] and plain["params_digest"] != bf16["params_digest"]
+    # an fp32 run's digest is the one made before the precision was hashed: the records' digests still hold
+    h = hashlib.sha256((records.ROOT / "infra/params/glove.yaml").read_bytes())
+    h.update(b"train.seed=7")
+    assert plain["params_digest"] == runs.params_digest({**fp32, "precision": "fp32"}) == h.hexdigest()[:16]
+
+
+def test_no_two_runs_of_the_precision_record_of_different_precisions_share_a_digest():
+    found = {}
+    for run in records.load("precision")["runs"]:
+        if run["params_digest"] is not None:
+            found.setdefault(run["params_digest"], set()).add(run["precision"])
+            assert f"--precision {run['precision']}" in run["command"] or run["precision"] == "fp32", run["name"]
+    assert all(len(p) == 1 for p in found.values()), found

@@ -78,3 +78,11 @@ def test_the_page_says_when_the_model_answers_a_long_row_in_one_step():
                                                                "tests/infer/serve/test_engine.py).")
     assert page.model_steps({"row_answer_tokens": 12}) == "The model answers each long row in 12 greedy steps " \
                                                           "(the floor below)."
+
+
+def test_the_thread_counts_are_said_in_the_singular_for_one():
+    floor = copy.deepcopy(page.records.load("serve_fairness")["floor"])
+    floor.update(threads=1, all_cores=2)
+    assert "1 torch thread," in page.floor_text(floor) and "with 2 threads," in page.floor_text(floor)
+    floor.update(threads=4)
+    assert "4 torch threads," in page.floor_text(floor)

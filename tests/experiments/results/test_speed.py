@@ -106,6 +106,8 @@ def test_the_headline_is_one_named_configuration_over_its_calm_rounds(session_di
 
 def test_the_committed_headline_names_its_configuration():
     assert speed.in_short(speedcheck.sessions()).startswith(f"examples/s against the original, {speed.HEADLINE},")
+    # a case's figure comes from the latest session that measured that case, which need not be the CPU's latest
+    assert "from the latest session that measured each case on each CPU" in speed.in_short(speedcheck.sessions())
 
 
 def test_each_cpu_model_is_judged_on_its_own_latest_session(session_dir, monkeypatch):
@@ -162,8 +164,18 @@ def test_a_configuration_is_faster_only_where_its_rounds_do_not_overlap():
 def test_the_committed_notes_follow_the_records():
     sessions = speedcheck.sessions()
     assert "only on CPUs with bf16 units" in speed.int8_note(sessions)  # no int8 session on a CPU without them
-    assert "0 were calm, so no int8 speed is quoted here" in speed.int8_note(sessions)
+    assert "in 2 rounds (2 cases each), none calm, so no int8 speed is quoted here" in speed.int8_note(sessions)
     assert "train squad: examples/s x2.04 (2.02-2.11) against x2.20 (2.18-2.25), slower in every round" \
         in speed.bf16_note(sessions)
     assert "peak RSS 0.55 (0.53-0.55) against 0.50 (0.47-0.52), higher in every round" in speed.tried_note(sessions)
     assert "AMD EPYC predates the issue" in speed.rss_note(sessions)
+
+
+def test_rounds_are_counted_once_per_session_not_once_per_case():
+    session = speedcheck.Session("s", {}, {"cores": 2}, [])
+    found = [(session, _rounds([1.0, 1.1, 1.2])), (session, _rounds([1.0, 1.1, 1.2]))]
+    assert speed.rounds_said(found) == "3 rounds (2 cases each), all calm"
+    found[0][1].original[0]["load_before"] = [3.0, 1, 1]  # above the 2 cores
+    assert speed.rounds_said(found) == "3 rounds (2 cases each), 5 of its 6 case runs calm"
+    other = speedcheck.Session("t", {}, {"cores": 2}, [])
+    assert speed.rounds_said([*found, (other, _rounds([1.0]))]) == "4 rounds (7 case runs), 6 of its 7 case runs calm"

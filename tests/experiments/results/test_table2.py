@@ -118,7 +118,8 @@ def test_rising_is_unknown_without_a_curve_or_a_reading_and_the_verdict_says_so(
     found["runs"][3]["still_rising"] = True  # one +SAtt run read from its plot as rising: not tested
     assert table2.rising(found, "schema", "satt") is True
     assert table2.rising_text(found, "schema", "MWSC", "p.png").startswith(
-        "**MWSC was still rising at the end of 1 of its 12 runs** (`p.png`); for 2 it is unknown")
+        "**MWSC was still rising at the end of 1 of its 12 runs** (`p.png` for 1 run of seed 1, their own curves for "
+        "9 runs of seeds 1, 2 and 3); for 2 it is unknown")
 
 
 def test_the_mwsc_and_rising_sentences_follow_the_record():
@@ -128,4 +129,38 @@ def test_the_mwsc_and_rising_sentences_follow_the_record():
     assert said["mwsc_wholly_below"] == " Every run of S2S (40.0-42.0), +CAtt (40.0-42.0) and +QPtr (40.0-42.0) lies below it."
     said = table2.mwsc_values(found, {"schema": {"floor": 60.0, "examples": 82, "answerer": "first candidate"}})
     assert said["mwsc_below_of"] == "every one of its 12" and said["mwsc_highest"] == "none is above it"
-    assert table2.rising_text(found, "schema", "MWSC", "p.png") == "**None of MWSC's 12 runs was still rising at its end** (`p.png`)."
+    assert table2.rising_text(found, "schema", "MWSC", "p.png") == (
+        "**None of MWSC's 12 runs was still rising at its end** (their own curves).")
+
+
+def test_the_verdicts_resting_on_unknown_curves_are_counted():
+    """A step whose side kept no curve holds only if that side had stopped rising: the tally says how many (the
+    README's index once gave the tally alone); a side read as rising makes its steps not tested, and no caveat."""
+    found = record()
+    for r in found["runs"]:
+        if r["variant"] == "satt":
+            r["curve"] = None
+    said = table2.held_if_flat(table2.judged(found, {}))
+    assert said == " (the 2 on MWSC hold only if its curves, which were not kept, had stopped rising; else: not tested)"
+    found["runs"][3]["still_rising"] = True
+    assert table2.held_if_flat(table2.judged(found, {})) == ""
+
+
+def test_the_committed_record_s_rising_sources_and_caveats():
+    """QA-SRL's flags come from table2_srl.png for seeds 123 and 7 and from seed 11's own curves; WOZ's eight runs
+    kept no curve and no reading, so its 3 underpowered steps hold only if they had stopped rising."""
+    record, floors = records.load("table2"), records.floors()
+    said = table2.rising_text(record, "srl", "QA-SRL", "table2_srl.png")
+    assert "(`table2_srl.png` for 8 runs of seeds 123 and 7, their own curves for 4 runs of seed 11)" in said
+    found = table2.judged(record, floors)
+    assert table2.held_if_flat(found).startswith(" (the 3 on WOZ hold only if")
+    assert "summaries' rounding to 0.1" in record["source"] and "summaries' rounding to 0.1" in table2.__doc__
+
+
+def test_the_holm_family_size_is_the_count_of_judged_steps():
+    text = (records.ROOT / "experiments/results/templates/table2.md").read_text(encoding="utf-8")
+    assert "over the table's {{n_steps}} steps" in text and "12 steps" not in text
+    record_, floors = records.load("table2"), records.floors()
+    tasks = {r["task"] for r in record_["runs"]}
+    assert table2.values(record_, floors)["n_steps"] == str(3 * len(tasks))  # three steps a task
+

@@ -49,3 +49,34 @@ def test_the_sentences_change_with_the_figures(monkeypatch):
     assert zero_shot.stops_text(groups, "g") == "The models stop after one word on 60.0-100.0% of their renamed answers"
     assert '50.0% ("happy", seed 1)' in zero_shot.lean_text(groups, "g", floors)
     assert zero_shot.near_trained(groups, "g", "sst.happy_angry").startswith("within 30.0 points")
+
+
+def test_the_first_word_shares_stand_beside_a_constant_first_word(monkeypatch):
+    """A model that answers "angry x100" to every review puts the right label first for the gold share of
+    "angry": the page once quoted 0.0-66.1% with no floor beside it while four of five models were at or below it."""
+    def model(first, top):
+        return {"sst.happy_angry": {"first word right": first, "top answers": top},
+                "sst.supportive_unsupportive": {"first word right": 81.0, "top answers": [["supportive", 400]]}}
+
+    found = [("m, seed 1", model(49.1, [["angry x100", 872]])), ("m, seed 5", model(66.1, [["happy x2", 531]])),
+             ("m, seed 7", model(0.0, [["is x2", 309]]))]
+    monkeypatch.setattr(zero_shot, "models", lambda g: found)
+    groups = [{"name": "g", "models": [["m", "m"]] * 3}]
+    floors = {t: {"examples": 872, "floors": {"constant answer": 50.9}} for t in zero_shot.RENAMED}
+    said = zero_shot.first_word_floor(groups, "g", "sst.happy_angry", floors)
+    assert said["floor"] == "50.9" and said["short"] == "1 of 3 models above it"
+    assert said["above"] == (
+        'only 1 of the 3 models lies above it; 1 gives one answer to every review (seed 1 "angry x100")')
+    assert zero_shot.first_word_floor(groups, "g", "sst.supportive_unsupportive", floors) == {
+        "floor": "50.9", "above": "every model lies above it", "short": "3 of 3 models above it", "gives": ""}
+
+
+def test_the_readme_line_says_verdicts_in_lower_case():
+    """The index line reads '**Zero-shot renamed labels**: verdicts 4 fails, ...', not a capitalised sentence after
+    the colon (summary() is the page's own sentence)."""
+    from experiments.results import readme
+
+    assert zero_shot.tally(["fails", "not tested", "fails"]) == "2 fails, 1 not tested"
+    text = dict(readme.INDEX)["zero_shot.md"]
+    assert "**: verdicts {{verdict_tally}}." in text and "{{verdict_summary}}" not in text
+    assert "{{constant_first_word}}" in text and "{{first_alone_above}}" in text
