@@ -18,7 +18,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from bench import record
 from bench.model import SHARED, budget_batches, make_vocab, middle, read_task
-from bench.speedcheck_case import model_config, optimizer_step
+from bench.speedcheck_case import harness_optimizer, model_config, optimizer_step
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate
 from mqan.model import build_model
@@ -38,7 +38,7 @@ def table(fn, rows: int) -> str:
 
 
 def train_tables(model, data: dict, vocab, args) -> list[str]:
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    opt = harness_optimizer(model)
     model.train()
     out = []
     for task in ("squad", "sst"):

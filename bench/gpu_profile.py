@@ -29,7 +29,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from bench import model as bm
-from bench.speedcheck_case import model_config, optimizer_step, sync
+from bench.speedcheck_case import harness_optimizer, model_config, optimizer_step, sync
 from mqan import precision as precisions
 from mqan.batch import collate
 from mqan.model import build_model
@@ -94,7 +94,7 @@ def measure(fn, steps: int, warmup: int, device: torch.device) -> dict[str, floa
 def phases(model, vocab, data: dict, decode_rows: dict, args, device, precision: str, graphs: bool,
            train: bool = True) -> dict[str, callable]:
     """The functions that run one step of each phase on `device` in `precision` (training only with `train`)."""
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    opt = harness_optimizer(model)
     out: dict[str, callable] = {}
     kinds = [(task, bucketing) for task in ("squad", "sst") for bucketing in args.bucketing.split(",")]
     for task, bucketing in kinds if train else ():

@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 # the harness (../shared/speedcheck) calls bench.model.speedcheck_case, or without it bench.model.model_config
-from bench.speedcheck_case import model_config, optimizer_step, speedcheck_case  # noqa: F401
+from bench.speedcheck_case import harness_optimizer, model_config, optimizer_step, speedcheck_case  # noqa: F401
 from deca.text import normalize_space, tokenize
 from mqan import precision as precisions
 from mqan.allocator import keep_large_blocks
@@ -160,7 +160,7 @@ def step_flops(model, batch, precision: str) -> float:
 
 
 def bench_train(model, batches, vocab, steps: int, warmup: int, precision: str = "fp32") -> dict:
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    opt = harness_optimizer(model)
     model.train()
     rng = random.Random(0)
     picked = [rng.choice(batches) for _ in range(steps + warmup)]  # batches of every length, as training sees
@@ -238,7 +238,7 @@ class PhaseTimer:
 def train_phases(model, batches, vocab, steps: int, precision: str = "fp32") -> dict[str, float]:
     """Seconds per training step in each phase (forward: encoder, decoder and loss; backward; clipping and
     Adam), after one untimed step."""
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    opt = harness_optimizer(model)
     model.train()
     rng, acc = random.Random(0), Counter()
     for i in range(steps + 1):

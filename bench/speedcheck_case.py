@@ -22,13 +22,14 @@ import time
 
 import torch
 
-from deca.config import ModelConfig
+from deca.config import ModelConfig, TrainConfig
 from mqan import precision
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate
 from mqan.model import build_model, count_parameters
 from mqan.vectors import VectorSource
 from mqan.vocab import EOS_ID, Vocab
+from train.optim import build_optimizer
 
 KNOWN = "precision=fp32|bf16|int8, recompute_encoder=0|1, cuda_graphs=0|1, device=cpu|cuda[:N]"
 
@@ -87,7 +88,8 @@ def speedcheck_case(mode: str, *, itos, generative, seed, decode_steps, head_dim
     model.to(device)
     info = {"trainable_params": count_parameters(model), "heads": model.cfg.heads,
             "head_dim": head_dim or model.cfg.dimension, "precision": chosen, "recompute_encoder": recompute,
-            "cuda_graphs": graphs, "device": str(device), "bf16_units": precision.bf16_supported(device)}
+            "cuda_graphs": graphs, "device": str(device), "bf16_units": precision.bf16_supported(device),
+            "optimizer": "Adam, fused (train.optim)" if mode == "train" else None}
     if mode == "train":
         return info, train_step_fn(model, vocab, chosen, device)
     with torch.no_grad():
@@ -114,10 +116,15 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def harness_optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
+    """The harness's Adam (lr 1e-4, betas (0.9, 0.98), eps 1e-9) as training builds it (train.optim: fused, the
+    same update rule as the per-tensor loop), over the trainable parameters: every bench's training step."""
+    return build_optimizer(model.parameters(), TrainConfig(lr=1e-4, betas=[0.9, 0.98], eps=1e-9))
+
+
 def train_step_fn(model, vocab, chosen: str, device: torch.device = torch.device("cpu")):
     """One training step as the harness defines it (Adam lr 1e-4, betas (0.9, 0.98), eps 1e-9, clip 1.0)."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    opt = harness_optimizer(model)
 
     def step(rows):
         b = collate(rows, vocab, device)

@@ -35,6 +35,25 @@ def test_a_training_step_returns_seconds_examples_and_a_finite_loss(options):
     assert seconds > 0 and examples == 2 and torch.isfinite(torch.tensor(loss))
 
 
+def test_the_harness_adam_is_training_s_fused_adam_with_the_harness_update():
+    """Every bench's training step takes the optimizer training builds (fused on the CPU), whose update is the
+    harness's per-tensor Adam (lr 1e-4, betas (0.9, 0.98), eps 1e-9) up to float rounding."""
+    torch.manual_seed(0)
+    fused, plain = torch.nn.Linear(6, 3), torch.nn.Linear(6, 3)
+    plain.load_state_dict(fused.state_dict())
+    ours = case.harness_optimizer(fused)
+    theirs = torch.optim.Adam(plain.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    assert ours.defaults["fused"] and ours.defaults["betas"] == (0.9, 0.98) and ours.defaults["eps"] == 1e-9
+    x = torch.randn(5, 6)
+    for _ in range(3):
+        for model, opt in ((fused, ours), (plain, theirs)):
+            opt.zero_grad()
+            model(x).pow(2).sum().backward()
+            opt.step()
+    for a, b in zip(fused.parameters(), plain.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
 def test_decoding_runs_exactly_the_forced_steps(precision):
     info, decode = make("decode", precision=precision)
