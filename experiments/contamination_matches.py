@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench import record as bench_record
 from deca.schema import shards
-from pipelines.contamination import FIELDS, _normalized, read_shard
+from pipelines.contamination import FIELDS, normalize, read_shard
 
 TOP = 3  # texts found whole kept per field, the most frequent
 RECORD = bench_record.ROOT / "docs" / "results" / "records" / "contamination.json"
@@ -37,7 +37,7 @@ def token_texts(processed: Path, task: str, split: str, wanted: set[str]) -> dic
         for rows in read_shard(str(path)):
             for i, ident in enumerate(rows["id"]):
                 if str(ident) in wanted:
-                    out[str(ident)] = {f: _normalized(rows[f"{f}_tokens"][i]) for f in FIELDS}
+                    out[str(ident)] = {f: normalize(rows[f"{f}_tokens"][i]) for f in FIELDS}
     return out
 
 
@@ -77,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         words[0] = str(Path(sys.executable).parent / words[0])  # the deca of this environment
         load = bench_record.load()
         start = time.perf_counter()
-        subprocess.run(words, check=True, stdout=sys.stderr)
+        if subprocess.run(words, stdout=sys.stderr).returncode != 0:
+            print(f"error: `{command}` failed (its message above); the record {args.record} is unchanged",
+                  file=sys.stderr)
+            return 1
         seconds = time.perf_counter() - start
         out = Path(tmp) / "out"
         if json.loads((out / "contamination.json").read_text(encoding="utf-8")) != doc["result"]:
@@ -94,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         "date": date.today().isoformat(), "commit": bench_record.commit(), "load_before": load,
         "process_seconds": round(seconds, 1),
         "splits": matches(ids, args.processed, doc["result"]["n"])}
-    args.record.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    written = args.record.with_suffix(".json.tmp")  # whole or not at all: the record is replaced at once
+    written.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    written.replace(args.record)
     return 0
 
 
