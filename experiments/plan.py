@@ -23,7 +23,9 @@ with the MDE the examples alone allow beside the target.
 
 The target is the size of the paper's change; for zero-shot, whose paper figure is "only a small drop", the
 distance of the renamed side from its floor (the question the verdict asks first: is it clear of the floor,
-above or below?). Iterations: the recorded budget, doubled where a side's validation curve still rises over
+above or below?), a one-sided design: the renamed side's mean against a fixed floor, its seed variance that of
+the group's renamed EMs (not doubled; t of S - 1 degrees of freedom), its examples' share that of its own mean.
+Iterations: the recorded budget, doubled where a side's validation curve still rises over
 the last third of it (eval.verdict.still_rising), since its best figure is not yet final.
 """
 from __future__ import annotations
@@ -43,6 +45,8 @@ MIN_SEEDS = 5  # the issue's floor: at least 5 seeds a side
 MAX_SEEDS = 20
 ASSUMED = ("each side's per-example variance at its bound for a 0-100 score of mean m, m (100 - m) (Bhatia-Davis), "
            "the two sides' errors independent, the examples unclustered")
+ASSUMED_ONE_SIDE = ("the side's per-example variance at its bound for a 0-100 score of mean m, m (100 - m), the "
+                    "examples unclustered")
 PATH = records.RECORDS / "plan.json"
 
 
@@ -69,28 +73,29 @@ def measured_example_variance(a, b, clusters) -> float:
     return parts.between / count + parts.within / n
 
 
-def design_mde(seed_var: float, example_var: float, seeds: int) -> float:
-    """The MDE of a change with `seeds` a side (t of 2(seeds - 1) degrees of freedom)."""
-    return mde(math.sqrt(seed_var / seeds + example_var), ALPHA, POWER, df=2.0 * (seeds - 1))
+def design_mde(seed_var: float, example_var: float, seeds: int, sides: int = 2) -> float:
+    """The MDE with `seeds` a side (t of sides (seeds - 1) degrees of freedom); `seed_var` is the seeds' variance
+    summed over the sides (one side: a mean against a fixed floor)."""
+    return mde(math.sqrt(seed_var / seeds + example_var), ALPHA, POWER, df=sides * (seeds - 1.0))
 
 
-def plan_step(seed_var: float, example_var: float, target: float) -> dict:
+def plan_step(seed_var: float, example_var: float, target: float, sides: int = 2) -> dict:
     """The seeds a step needs and the MDE it gets (`reachable` False: the examples alone keep it above)."""
     for seeds in range(MIN_SEEDS, MAX_SEEDS + 1):
-        if design_mde(seed_var, example_var, seeds) < target:
-            return {"seeds": seeds, "mde": design_mde(seed_var, example_var, seeds), "reachable": True}
-    return {"seeds": MIN_SEEDS, "mde": design_mde(seed_var, example_var, MIN_SEEDS), "reachable": False,
+        if design_mde(seed_var, example_var, seeds, sides) < target:
+            return {"seeds": seeds, "mde": design_mde(seed_var, example_var, seeds, sides), "reachable": True}
+    return {"seeds": MIN_SEEDS, "mde": design_mde(seed_var, example_var, MIN_SEEDS, sides), "reachable": False,
             "examples_mde": mde(math.sqrt(example_var), ALPHA, POWER)}
 
 
 def entry(table: str, name: str, task: str, target: float, paper: float | None, seed_cells, seed_var_of,
-          example_var: float, example_from: str, n: int, rising: bool, iterations: int) -> dict:
-    """One step's plan with what it was read from."""
+          example_var: float, example_from: str, n: int, rising: bool, iterations: int, sides: int = 2) -> dict:
+    """One step's plan with what it was read from (`sides` 1: one side's mean against a fixed floor)."""
     seed_var = pooled_variance(seed_cells)
     if seed_var is None:
         raise records.RecordError(f"{table} {name}: no two seeds of any cell of {task} differ; run a second seed "
                                   "before planning (a spread of 0 is not evidence of no noise)")
-    found = plan_step(2.0 * seed_var, example_var, abs(target))
+    found = plan_step(sides * seed_var, example_var, abs(target), sides)
     return {"table": table, "step": name, "task": task, "paper": paper, "target": round(abs(target), 2),
             "seeds_now": min(len(c) for c in seed_var_of), "seed_sd": round(math.sqrt(seed_var), 3),
             "example_sd_of_mean": round(math.sqrt(example_var), 3), "example_variance_from": example_from,
@@ -107,6 +112,16 @@ def example_part(record_name: str, names: tuple[list, list], task: str, means: S
     if a is not None and b is not None and a.kind == "mean" and examples.same_examples(*kept, task):
         return measured_example_variance(a, b, clusters), "measured (per-example records)"
     return assumed_example_variance(means, n), ASSUMED
+
+
+def one_side_example_part(record_name: str, names: list, task: str, mean: float, n: int) -> tuple[float, str]:
+    """(the examples' variance of one side's mean, where it came from): for a side judged against a fixed floor."""
+    values, clusters = examples.side([examples.load(record_name, r) for r in names], task)
+    if values is not None and values.kind == "mean":
+        parts = components(values.values[:, :, 0], None, clusters)
+        count = n if clusters is None else len(set(clusters))
+        return parts.between / count + parts.within / n, "measured (per-example records)"
+    return mean * (100.0 - mean) / n, ASSUMED_ONE_SIDE
 
 
 def table2_steps(record: dict, floors: dict) -> list[dict]:
@@ -153,15 +168,15 @@ def zero_shot_steps(record: dict, floors: dict, table3_record: dict) -> list[dic
         budget = re.search(r"--iterations (\d+)", group["command"])
         iterations = int(budget.group(1)) if budget else table3_record["iterations"]
         rising = budget is None and any(v for r in table3_record["runs"] for v in r["still_rising"].values())
-        for task, name in zero_shot.RENAMED.items():
-            renamed = [m[task]["em"] for _, m in found]
+        renamed_cells = [[m[task]["em"] for _, m in found] for task in zero_shot.RENAMED]
+        keys = [key for key, _ in group["models"]]
+        for (task, name), renamed in zip(zero_shot.RENAMED.items(), renamed_cells):
             n = floors[task]["examples"]
-            keys = [key for key, _ in group["models"]]
-            var, source = example_part(f"zero_shot/{group['record']}", (keys, keys), task,
-                                       [statistics.mean(trained), statistics.mean(renamed)], n)
+            var, source = one_side_example_part(f"zero_shot/{group['record']}", keys, task,
+                                                statistics.mean(renamed), n)
             target = statistics.mean(renamed) - floors[task]["floor"]
-            out.append(entry("zero_shot", f"{group['name']}: {name}", task, target, None, [trained, renamed],
-                             [trained, renamed], var, source, n, rising, iterations))
+            out.append(entry("zero_shot", f"{group['name']}: {name}", task, target, None, renamed_cells,
+                             [trained, renamed], var, source, n, rising, iterations, sides=1))
     return out
 
 
@@ -188,7 +203,8 @@ def make() -> dict:
                     "effect (experiments/plan.py)", "command": "python -m experiments.plan",
             "source": "docs/results/records/table2.json, table3.json, zero_shot.json (with the zero-shot JSON files), "
                       "floors.json and the per-example records under docs/results/records/examples/", "alpha": ALPHA,
-            "power": POWER, "assumed": ASSUMED, "min_seeds": MIN_SEEDS, "max_seeds": MAX_SEEDS, "seeds": list(SEEDS),
+            "power": POWER, "assumed": ASSUMED, "assumed_one_side": ASSUMED_ONE_SIDE, "min_seeds": MIN_SEEDS,
+            "max_seeds": MAX_SEEDS, "seeds": list(SEEDS),
             "steps": steps, "planned_runs": runs(steps)}
 
 

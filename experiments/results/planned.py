@@ -30,5 +30,6 @@ def section(table_name: str, plan: dict | None = None) -> str:
         rows.append([s["task"], s["step"], str(s["seeds_now"]), num(s["seed_sd"], 2),
                      num(s["example_sd_of_mean"], 2) + ("" if measured else " (assumed)"),
                      f"{s['iterations_now']:,}" + (" (rising)" if s["rising"] else ""), cell(s)])
-    return table(["task", "step", "seeds now", "seed sd (pooled)", "examples' sd of the mean change",
+    of = "the renamed mean" if table_name == "zero_shot" else "the mean change"
+    return table(["task", "step", "seeds now", "seed sd (pooled)", f"examples' sd of {of}",
                   "iterations now", "planned"], rows, "llrrrrl")

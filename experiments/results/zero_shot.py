@@ -156,7 +156,7 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     groups = record["groups"]
     verdict_table, heads = verdicts(groups, floors)
     out = {"plan_table": planned.section("zero_shot"), "plan_min_seeds": str(records.load("plan")["min_seeds"]),
-           "plan_assumed": records.load("plan")["assumed"], "date": record["date"], "machine": machines(record),
+           "plan_assumed": records.load("plan")["assumed_one_side"], "date": record["date"], "machine": machines(record),
            "source": record["source"], "verdict_table": verdict_table, "verdict_summary": summary(heads),
            "floor": num(floors["sst.happy_angry"]["floor"]), "floor_answerer": floors["sst.happy_angry"]["answerer"],
            "chance": num(floors["sst.happy_angry"]["floors"]["random candidate"])}

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from eval.stats import welch_p
+from eval.stats import t_quantile_at, welch_p
 from experiments import plan
 from experiments.results import planned, records
 
@@ -37,6 +37,28 @@ def test_a_planted_effect_is_found_at_the_stated_power():
     seeds, effect = found["seeds"], found["mde"]
     hits = sum(welch_p(rng.normal(0.0, sd, seeds), rng.normal(effect, sd, seeds)) < 0.05 for _ in range(2000))
     assert 0.76 <= hits / 2000 <= 0.88
+
+
+def test_one_side_against_a_fixed_floor_is_found_at_the_stated_power():
+    """Zero-shot's question: is the renamed side clear of its floor? Models drawn around floor + the planned
+    one-sided design's MDE: a one-sample t test at 5% (two-sided) finds it in about 80% of the trials."""
+    rng = np.random.default_rng(1)
+    sd, distance = 3.0, 5.0
+    found = plan.plan_step(seed_var=sd ** 2, example_var=0.0, target=distance, sides=1)
+    models, effect = found["seeds"], found["mde"]
+    assert found["reachable"] and effect < distance <= plan.design_mde(sd ** 2, 0.0, models - 1, sides=1)
+    crit = t_quantile_at(0.975, models - 1)
+    draws = rng.normal(effect, sd, (2000, models))
+    t = draws.mean(axis=1) / (draws.std(axis=1, ddof=1) / math.sqrt(models))
+    assert 0.76 <= float(np.mean(np.abs(t) > crit)) <= 0.88
+
+
+def test_zero_shot_rows_read_the_renamed_sides_own_per_example_noise():
+    """The examples' share of a renamed side's mean comes from its models' answers (it was read as the change
+    of the side from itself: 0 however the models erred)."""
+    made = {s["step"]: s for s in plan.make()["steps"] if s["table"] == "zero_shot"}
+    mwsc = made["SST + MWSC: supportive / unsupportive"]
+    assert mwsc["example_variance_from"].startswith("measured") and mwsc["example_sd_of_mean"] > 0.5
 
 
 def test_the_pooled_spread_and_the_assumed_example_variance():
