@@ -13,8 +13,10 @@
 # evaluate`, kept per example as zero_shot.json.gz with zero_shot_figures.json; a model finished but not yet asked
 # is asked on the next call). As each run ends (and at the end) every finished run is copied to EXPORT (curve.json,
 # examples.json.gz and the renamed answers: no model) with machine.json. Finished runs are skipped: run it again to
-# go on. A SIGTERM or SIGINT to the grid stops its runs the same way (state saved, finished runs exported). DRY_RUN=1
-# lists each pending run's folder and command.
+# go on; a run finished at fewer iterations than the plan now asks (a budget doubled where a curve still rose) is
+# continued from its kept state. A SIGTERM or SIGINT to the grid (`kill <pid>`, the pid its first line prints)
+# stops its runs the same way (state saved, finished runs exported). DRY_RUN=1 lists each pending run's folder and
+# command.
 #
 #   # on a GPU machine with PyTorch only; first here: python -m experiments.table3 prepare --workdir
 #   # checkpoints/table3; deca prepare --tasks sst.happy_angry sst.supportive_unsupportive --splits validation
@@ -97,9 +99,16 @@ name_of() {  # the run's folder name (Table 2's and Table 3's as in docs/results
     *) echo "zero-shot-${task//,/-}-s$seed" ;;
   esac
 }
+scaled() { awk -v i="$1" -v s="$ITERS_SCALE" 'BEGIN { v = int(i * s); print (v < 2 ? 2 : v) }'; }
+finished() {  # whether the run in folder $1 finished at $2 iterations or more (a run finished shorter, as when the
+  # plan doubles a budget whose curve still rose, is pending: single_task.py continues it from its kept state)
+  local got
+  got=$(sed -n 's/^  "iterations": \([0-9]*\),\{0,1\}$/\1/p' "$1/curve.json" 2>/dev/null | head -n 1)
+  [ -n "$got" ] && [ "$got" -ge "$2" ]
+}
 command_of() {  # CMD: the experiments/single_task.py command of one planned run, its iterations scaled
   local table=$1 task=$2 variant=$3 seed=$4 iters=$5 run=$6 n every
-  n=$(awk -v i="$iters" -v s="$ITERS_SCALE" 'BEGIN { v = int(i * s); print (v < 2 ? 2 : v) }')
+  n=$(scaled "$iters")
   if [ "$table" = table3 ]; then  # infra/params/table3.yaml's recipe: 8 validation rounds, the first phase 2/15
     every=$(( n / 8 > 0 ? n / 8 : 1 ))
     CMD=("$PY" -m experiments.single_task run --task "$TABLE3_TASKS" --iterations "$n" --val-every "$every"
@@ -119,9 +128,10 @@ wants() { [[ " $TABLES " == *" $1 "* ]]; }
 pending=()
 for line in "${todo[@]}"; do
   read -r table task variant seed iters <<<"$line"
-  [ -f "$GRID_OUT/$(name_of $table $task $variant $seed)/curve.json" ] || pending+=("$line")
+  finished "$GRID_OUT/$(name_of $table $task $variant $seed)" "$(scaled "$iters")" || pending+=("$line")
 done
-log "${#todo[@]} planned runs here, ${#pending[@]} to do, $PARALLEL at a time, ${BUDGET_S}s budget | $(uptime | sed 's/.*load/load/')"
+log "${#todo[@]} planned runs here, ${#pending[@]} to do, $PARALLEL at a time, ${BUDGET_S}s budget, pid $$ (stop: kill $$)" \
+  "| $(uptime | sed 's/.*load/load/')"
 if [ -n "$DRY_RUN" ]; then
   for line in "${pending[@]}"; do
     read -r table task variant seed iters <<<"$line"
@@ -132,6 +142,7 @@ if [ -n "$DRY_RUN" ]; then
   exit 0
 fi
 mkdir -p "$GRID_OUT"
+rm -f "$GRID_OUT"/*.timeout.pid  # left by a grid killed outright
 
 "$PY" -c "from pathlib import Path; from bench.workdir import prepare; prepare(Path('$WORKDIR').resolve())" \
   || { log "FAILED to prepare $WORKDIR"; exit 1; }
@@ -189,11 +200,16 @@ export_finished() {
 
 busy() { jobs -pr | wc -l; }
 on_signal() {  # SIGTERM/SIGINT to the grid: each run's `timeout` passes it on (the run saves its state, as at the
-  # budget), the runs are waited for and the finished ones exported; the same command continues them
   trap - TERM INT
-  log "signal: stopping $(busy) runs (each saves its state; the same command continues them)"
-  for job in $(jobs -p); do pkill -TERM -x -P "$job" timeout; done
+  # budget), the runs are waited for and the finished ones exported; the same command continues them. The runs are
+  # found by their `timeout`'s pid file, so that a signal to every process of the grid (pkill -f grid.sh: its
+  # run slots die at once) still reaches them
+  local pids=() f pid
+  for f in "$GRID_OUT"/*.timeout.pid; do [ -f "$f" ] && pids+=("$(cat "$f")"); done
+  log "signal: stopping ${#pids[@]} runs (each saves its state; the same command continues them)"
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   wait
+  for pid in "${pids[@]}"; do while kill -0 "$pid" 2>/dev/null; do sleep 1; done; done
   export_finished
   exit 143
 }
@@ -209,23 +225,28 @@ asks=()
 for line in "${todo[@]}"; do  # finished earlier, not yet asked the renamed questions (a call cut before)
   read -r table task variant seed iters <<<"$line"
   run="$GRID_OUT/$(name_of $table $task $variant $seed)"
-  [ "$table" != table2 ] && [ -f "$run/curve.json" ] && [ ! -f "$run/zero_shot.json.gz" ] && asks+=("$run:$(vocab_of $table)")
+  [ "$table" != table2 ] && finished "$run" "$(scaled "$iters")" && [ ! -f "$run/zero_shot.json.gz" ] &&
+    asks+=("$run:$(vocab_of $table)")
 done
 ask_all "${asks[@]}"
 run_one() {  # one planned run in its time box, then (Table 3's and zero-shot models) the renamed questions
   local table=$1 task=$2 variant=$3 seed=$4 iters=$5 limit=$6 run rc
   run="$GRID_OUT/$(name_of $table $task $variant $seed)"
   command_of $table $task $variant $seed $iters "$run"
-  timeout -s TERM -k 60 "$limit" "${CMD[@]}" >>"$run.log" 2>&1
+  rm -f "$run/zero_shot.json.gz" "$run/zero_shot_figures.json"  # a model continued to a longer budget is asked again
+  timeout -s TERM -k 60 "$limit" "${CMD[@]}" >>"$run.log" 2>&1 &
+  echo $! >"$run.timeout.pid"
+  wait $!
   rc=$?
+  rm -f "$run.timeout.pid"
   case $rc in
     0) log "done: ${run##*/}" ;;
-    3|124) if [ -f "$run/curve.json" ]; then log "done: ${run##*/}"  # it ended as the budget did
+    3|124) if finished "$run" "$(scaled "$iters")"; then log "done: ${run##*/}"  # it ended as the budget did
            else log "stopped at the budget (state kept; run again to continue): ${run##*/}"; fi ;;
     137) log "killed 60s after the budget's SIGTERM (a validation round outlasted it; the state saved last, if any, is kept): ${run##*/}" ;;
     *) log "FAILED (exit $rc, see $run.log): ${run##*/}" ;;
   esac
-  if [ "$table" != table2 ] && [ -f "$run/curve.json" ]; then renamed "$run" "$(vocab_of $table)"; fi
+  if [ "$table" != table2 ] && finished "$run" "$(scaled "$iters")"; then renamed "$run" "$(vocab_of $table)"; fi
 }
 i=0
 while :; do

@@ -113,7 +113,9 @@ def keep_examples(out: Path) -> Callable:
 
 def run(args) -> int:
     """Train, validating every --val-every iterations; write <out>/curve.json. A SIGTERM or SIGINT saves the
-    state in <out>/state (and the curve so far in <out>/curve.partial.json); the same command continues it."""
+    state in <out>/state (and the curve so far in <out>/curve.partial.json); the same command continues it. A
+    finished run keeps its state too: the command with a larger --iterations continues it to the new length, as
+    one run of that length would have gone (the learning rate depends on the step only, not on the budget)."""
     import torch
 
     from bench import workdir as ex
@@ -135,7 +137,11 @@ def run(args) -> int:
     params = load_params(ROOT / "params.yaml", overrides=overrides)
     torch.set_num_threads(args.threads)
     state, partial = args.out / "state", args.out / "curve.partial.json"
-    earlier = json.loads(partial.read_text(encoding="utf-8")) if state.is_dir() and partial.is_file() else None
+    finished = finished_at(args.out)
+    if finished is not None and finished >= args.iterations:
+        print(f"{args.out} finished at {finished} iterations (asked {args.iterations}): nothing to do")
+        return 0
+    earlier = so_far(args.out)
     logger = TimedLogger()
     with stop_on_signals() as stop:
         recipe = local_recipe(params, tasks, logger=logger, run_dir=args.out, hooks=[stop],
@@ -156,10 +162,28 @@ def run(args) -> int:
     write_json(args.out / "curve.json", record)  # atomic: an interrupted run leaves no half-written curve
     shutil.rmtree(state, ignore_errors=True)
     partial.unlink(missing_ok=True)
+    save_state(recipe, state)  # kept: a longer --iterations continues the run (the rate depends on the step only)
     best = max(record["curve"], key=lambda p: p["headline"])
     print(f"{args.task} {recipe.precision}: best {best['headline']:.1f} at iteration {best['iteration']} "
           f"({best['minutes']:.1f} min); curve in {args.out / 'curve.json'}")
     return 0
+
+
+def finished_at(out: Path) -> int | None:
+    """The iterations a finished run in `out` was asked for (its curve.json), None when it has not finished."""
+    path = out / "curve.json"
+    return json.loads(path.read_text(encoding="utf-8"))["iterations"] if path.is_file() else None
+
+
+def so_far(out: Path) -> dict | None:
+    """The record of the run to continue in `out`, None to start afresh: one stopped by a signal
+    (curve.partial.json) or one finished at fewer iterations than now asked (curve.json), each with its state."""
+    if not (out / "state").is_dir():
+        return None
+    for name in ("curve.partial.json", "curve.json"):
+        if (out / name).is_file():
+            return json.loads((out / name).read_text(encoding="utf-8"))
+    return None
 
 
 def save_state(recipe, state: Path) -> None:

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -78,32 +79,68 @@ def test_the_grid_runs_the_plan_and_exports_per_example_records(tmp_path):
     assert all(kept[t]["n"] == 50 and kept[t]["headline"] == pytest.approx(figures[t]["em"], abs=1e-3) for t in kept)
 
 
+PLANNED = "table2 schema s2s 123 800\\ntable2 schema satt 123 800\\n"
 FAKE_PY = """#!/usr/bin/env bash
-# stands in for python: two planned runs, each waiting for SIGTERM, on which it saves a state and exits as a run does
+# stands in for python: the planned runs, each waiting for SIGTERM, on which it saves a state and exits as a run does
 case "$*" in
-  "-m experiments.plan runs") printf 'table2 schema s2s 123 800\\ntable2 schema satt 123 800\\n' ;;
+  "-m experiments.plan runs") printf '@PLANNED@' ;;
   "-m experiments.single_task run"*)
     out=${@: -1}; mkdir -p "$out"; trap 'echo saved > "$out/state"; exit 3' TERM; echo $$ > "$out/pid"
+    echo "$*" > "$out/command"
     while :; do sleep 0.1; done ;;
   "- "*) cat >/dev/null; echo '{}' > "$2" ;;
 esac
 """
 
 
-def test_a_signal_to_the_grid_stops_its_runs_with_their_state_saved(tmp_path):
-    """SIGTERM to grid.sh reaches each running run (through its `timeout`), which saves its state; the grid waits for
-    them and exits 143, leaving no run behind (before, the runs went on as orphans)."""
+def test_a_run_finished_shorter_than_planned_is_continued_and_a_longer_one_skipped(tmp_path):
+    """A budget doubled by the plan: the run finished at 800 iterations is pending again (single_task.py continues it
+    from its kept state); one finished at the planned length or more is not."""
+    env, runs = fake_grid(tmp_path, "table2 schema s2s 123 1600\\ntable2 schema satt 123 1600\\n"
+                                    "table2 schema catt 123 1600\\n")
+    for name, iterations in (("schema-s2s-s123", 800), ("schema-catt-s123", 1600)):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "curve.json").write_text(json.dumps({"task": "schema", "iterations": iterations}, indent=2))
+    grid = subprocess.Popen(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    pids = started(runs)
+    grid.send_signal(signal.SIGTERM)
+    out, _ = grid.communicate(timeout=30)
+    assert "3 planned runs here, 2 to do" in out, out
+    assert "--iterations 1600" in (runs / "schema-s2s-s123" / "command").read_text()
+    assert all(p.is_file() for p in pids) and not (runs / "schema-catt-s123" / "pid").exists()
+
+
+def fake_grid(tmp_path: Path, plan_lines: str = PLANNED) -> tuple[dict, Path]:
     fake = tmp_path / "python"
-    fake.write_text(FAKE_PY)
+    fake.write_text(FAKE_PY.replace("@PLANNED@", plan_lines))
     fake.chmod(0o755)
     runs = tmp_path / "runs"
     env = {**os.environ, "PY": str(fake), "GRID_OUT": str(runs), "WORKDIR": str(tmp_path / "work"), "PARALLEL": "2",
            "TABLES": "table2", "BUDGET_S": "300", "MARGIN_S": "1", "MIN_RUN_S": "1", "EXPORT": str(tmp_path / "ex")}
-    grid = subprocess.Popen(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    pids = [runs / name / "pid" for name in ("schema-s2s-s123", "schema-satt-s123")]
+    return env, runs
+
+
+def started(runs: Path, names=("schema-s2s-s123", "schema-satt-s123")) -> list[Path]:
+    pids = [runs / name / "pid" for name in names]
     deadline = time.monotonic() + 30
     while not all(p.is_file() and p.read_text().strip() for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
+    return pids
+
+
+@pytest.mark.parametrize("everyone", [False, True], ids=["the grid", "every process of the grid"])
+def test_a_signal_to_the_grid_stops_its_runs_with_their_state_saved(tmp_path, everyone):
+    """SIGTERM to grid.sh reaches each running run (through its `timeout`), which saves its state; the grid waits for
+    them and exits 143, leaving no run behind (before, the runs went on as orphans). Also when the signal reaches
+    the grid's run slots too, as `pkill -f grid.sh` sends it (they die at once: the grid finds the runs by pid)."""
+    env, runs = fake_grid(tmp_path)
+    grid = subprocess.Popen(["bash", "experiments/grid.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    pids = started(runs)
+    if everyone:
+        slots = subprocess.run(["pgrep", "-P", str(grid.pid), "bash"], capture_output=True, text=True).stdout.split()
+        assert len(slots) == 2
+        for slot in slots:
+            os.kill(int(slot), signal.SIGTERM)
     grid.send_signal(signal.SIGTERM)
     out, _ = grid.communicate(timeout=30)
     assert grid.returncode == 143 and "signal: stopping 2 runs" in out, out

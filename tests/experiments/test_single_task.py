@@ -1,5 +1,6 @@
 """experiments/single_task.py: a run stopped by SIGTERM saves its state, and the same command continues it
-to the same curve as a run that was never stopped."""
+to the same curve as a run that was never stopped; a finished run keeps its state, and a longer --iterations
+continues it to the curve of a run of that length."""
 from __future__ import annotations
 
 import json
@@ -26,8 +27,8 @@ def workdir(tmp_path_factory):
     return root
 
 
-def command(workdir, out) -> list[str]:
-    args = ["run", "--task", "sst", "--iterations", "6", "--val-every", "2", "--workdir", str(workdir),
+def command(workdir, out, iterations: int = 6) -> list[str]:
+    args = ["run", "--task", "sst", "--iterations", str(iterations), "--val-every", "2", "--workdir", str(workdir),
             "--out", str(out)]
     for kv in TINY:
         args += ["--set", kv]
@@ -66,7 +67,7 @@ def test_a_stopped_run_continues_to_the_same_curve(workdir, tmp_path, monkeypatc
     # the mean training loss of iterations 5-6: the same weights, data order and dropout as the whole run's
     # (at 4 the continued run's window holds iteration 4 alone)
     assert split["curve"][-1]["loss"] == pytest.approx(whole["curve"][-1]["loss"], rel=1e-5)
-    assert not (tmp_path / "split" / "state").exists() and not (tmp_path / "split" / "curve.partial.json").exists()
+    assert (tmp_path / "split" / "state").is_dir() and not (tmp_path / "split" / "curve.partial.json").exists()
     # the best round per example, kept across the stop: its metric is the curve's best headline
     from experiments.results import examples
 
@@ -74,3 +75,22 @@ def test_a_stopped_run_continues_to_the_same_curve(workdir, tmp_path, monkeypatc
         kept = examples.read(tmp_path / run / examples.FILE)["tasks"]["sst"]
         assert kept["clusters"] is None  # SST: independent sentences
         assert kept["headline"] == pytest.approx(max(p["headline"] for p in curve["curve"]), abs=1e-3)
+
+
+def test_a_finished_run_continues_to_a_longer_budget_as_one_run_of_that_length(workdir, tmp_path, capsys):
+    """The plan doubles a budget whose curve still rose: the finished run goes on from its kept state (the rate
+    depends on the step only), and asked again at its length it has nothing to do."""
+    assert single_task.main(command(workdir, tmp_path / "whole")) == 0
+    whole = json.loads((tmp_path / "whole" / "curve.json").read_text())
+    assert single_task.main(command(workdir, tmp_path / "grown", iterations=4)) == 0
+    assert json.loads((tmp_path / "grown" / "curve.json").read_text())["iterations"] == 4
+    assert single_task.main(command(workdir, tmp_path / "grown")) == 0
+    grown = json.loads((tmp_path / "grown" / "curve.json").read_text())
+    assert grown["iterations"] == 6
+    assert [(s["from_iteration"], s["to_iteration"]) for s in grown["segments"]] == [(0, 4), (4, 6)]
+    assert [p["iteration"] for p in grown["curve"]] == [2, 4, 6]
+    assert [p["headline"] for p in grown["curve"]] == [p["headline"] for p in whole["curve"]]
+    assert grown["curve"][-1]["loss"] == pytest.approx(whole["curve"][-1]["loss"], rel=1e-5)
+    capsys.readouterr()
+    assert single_task.main(command(workdir, tmp_path / "grown", iterations=4)) == 0
+    assert "finished at 6 iterations (asked 4): nothing to do" in capsys.readouterr().out
