@@ -75,11 +75,13 @@ def measure(predictor, rows: list[dict], sizes: list[int], threads: list[int], s
         torch.set_num_threads(n_threads)
         for size in sizes:
             per_row: list[dict | None] = [None] * len(rows)
-            for idx in grouped(len(rows), size, seed):
+            groups = grouped(len(rows), size, seed)
+            for idx in groups:
                 for i, answer in zip(idx, raw_answers(predictor, [rows[i] for i in idx])):
                     per_row[i] = {"id": rows[i]["id"], "task": rows[i]["task"],
                                   **difference(answer, reference[i])}
-            settings.append({"threads": n_threads, "batch_size": size, "rows": per_row})
+            settings.append({"threads": n_threads, "batch_size": size, "batches": [len(g) for g in groups],
+                             "rows": per_row})
             print(f"threads {n_threads} batch {size}: {summary(per_row)}", flush=True)
     return settings
 

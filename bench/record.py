@@ -1,5 +1,5 @@
 """The JSON record a bench run leaves with `--record PATH` (docs/results/records/scale/ holds those of
-docs/results/scale.md): the command, the commit, the date, the machine (CPU model, cores, bf16 units, GPU:
+docs/results/scale.md): the command, the commit, the date, the machine (CPU model, cores, bf16 units by name, GPU:
 this_machine), the load average before and after, the bench's settings and its own figures (raw per-repeat
 timings and the ratios it prints). `commit` and `this_machine` are those of every record, the fault bench's
 (tests/faults/record.py) and the experiments' run records (experiments/results/runs.py) too.
@@ -22,13 +22,18 @@ from deca.io import atomic_write
 ROOT = Path(__file__).resolve().parents[1]
 
 
+UNIT_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile", "amx_int8", "avx512f")  # the units a machine.txt names
+
+
 def this_machine() -> dict:
-    """CPU model, cores, whether the CPU has bf16 units (avx512_bf16 / amx_bf16), GPU (None on a CPU run)."""
+    """CPU model, cores, whether the CPU has bf16 units (avx512_bf16 / amx_bf16), which of UNIT_FLAGS it has
+    (`units`: AMX or not), GPU (None on a CPU run)."""
     info = Path("/proc/cpuinfo").read_text(encoding="utf-8") if Path("/proc/cpuinfo").is_file() else ""
     model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
                  "unknown")
-    return {"cpu": model, "cores": os.cpu_count(), "bf16_units": "avx512_bf16" in info or "amx_bf16" in info,
-            "gpu": None}
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    return {"cpu": model, "cores": os.cpu_count(), "bf16_units": "avx512_bf16" in flags or "amx_bf16" in flags,
+            "gpu": None, "units": [u for u in UNIT_FLAGS if u in flags]}
 
 
 def commit() -> str | None:

@@ -4,8 +4,9 @@ the fused RNN kernels run (cuDNN's persistent kernels on a GPU, oneDNN's on a CP
 On a CPU a packed LSTM takes aten's generic loop, one small matrix product per time step in each direction
 and as many autograd nodes for the backward pass (aten/src/ATen/native/RNN.cpp; pytorch/pytorch#149194);
 an unpacked fp32 or bf16 one runs oneDNN's fused `mkldnn_rnn_layer`, forward and backward. Measured on the
-paper's BiLSTMs (bench/lstm_paths.py, docs/results/profiles/lstm_paths.md) packing is slower on the CPU at every
-training shape, so the CPU runs unpacked wherever the result is exactly the packed one:
+paper's BiLSTMs one at a time (bench/lstm_paths.py, docs/results/profiles/lstm_paths*.md), packing is slower on
+the CPU at most shapes (not all: SST's compression BiLSTM trains faster packed), so the CPU runs unpacked where
+the rows are wide (`path`) and the result is exactly the packed one:
 
 - `directions`: each direction is one call on the whole padded batch. The forward direction reads each row as
   it is (padding comes after every real position); the backward one reads each row's real positions reversed
@@ -34,7 +35,10 @@ def path(x: torch.Tensor, packing: Packing, final_state: bool, layers: int) -> s
 
     GPU: `directions` in fp32 where the final state is discarded (cuDNN's persistent kernels), else packed.
     CPU: where oneDNN runs the LSTM (fp32, bf16) and the rows are at least `LONG` wide, `directions`, or
-    `staircase` for the final state; shorter rows measured no faster unpacked (docs/results/profiles/lstm_paths.md).
+    `staircase` for the final state. Shorter rows stay packed: with narrow inputs unpacked at every width,
+    training steps on the Intel Xeon were no faster and SST's peak RSS rose (docs/results/speed.md, session
+    2026-11-29-fp32-narrow); no whole-step record exists for the AMD EPYC, where one BiLSTM ran narrow rows
+    faster unpacked (docs/results/profiles/lstm_paths.md).
     """
     if layers != 1:
         return "packed"

@@ -12,10 +12,33 @@ from experiments.results.render import table
 RECORD = "batch_invariance"
 
 
+def batches(case: dict) -> list[int]:
+    """The sizes of the batches a setting decoded: the record's where it holds them, else as
+    bench/batch_invariance.py's grouped() cuts the rows (shuffled, then in order: full batches and the rest)."""
+    if case.get("batches"):
+        return case["batches"]
+    n, size = len(case["rows"]), case["batch_size"]
+    return [size] * (n // size) + ([n % size] if n % size else [])
+
+
+def formed(case: dict) -> str:
+    """'2 x 16, 1 x 1': how many batches of each size the setting decoded."""
+    found = Counter(batches(case))
+    return ", ".join(f"{k} x {size}" for size, k in sorted(found.items(), reverse=True))
+
+
+def size_cell(case: dict) -> str:
+    """The batch size asked for, with the largest batch formed where the rows could not fill it."""
+    largest = max(batches(case))
+    if largest >= case["batch_size"]:
+        return str(case["batch_size"])
+    return f"{case['batch_size']} (largest batch formed: {largest})"
+
+
 def setting_row(case: dict) -> tuple:
     rows = case["rows"]
     changed = sum(not r["same_answer"] for r in rows)
-    return (case["threads"], case["batch_size"], len(rows), changed,
+    return (case["threads"], size_cell(case), formed(case), len(rows), changed,
             f"{max(r['probability'] for r in rows):.1e}", f"{max(r['weights'] for r in rows):.1e}")
 
 
@@ -40,7 +63,8 @@ def section(record: dict | None = None) -> str:
             + ", ".join(f"{task} {k}" for task, k in per_task.items())
             + f") alone on one thread, then in random batches (seed {s['seed']}) of each size with each thread "
               "count:\n\n"
-            + table(("threads", "batch size", "rows", "answers changed", "largest probability difference",
+            + table(("threads", "batch size", "batches (count x rows)", "rows", "answers changed",
+                     "largest probability difference",
                      "largest weight difference"), [setting_row(c) for c in record["cases"]])
             + f"\n\nOver every setting {answers}; a token's probability moved by at most "
               f"{largest(record, 'probability'):.1e} and a source weight by at most {largest(record, 'weights'):.1e}. "

@@ -60,7 +60,8 @@ def values(record: dict | None = None) -> dict[str, str]:
     def cell(split: str, train: str, what: str) -> str:
         return f"{m[split]['train'][train][what]['examples']:,}"
 
-    return {"date": record["date"], "commit": record["commit"], "data": record["data"], "machine": record["machine"],
+    return {"date": record["date"], "commit": record["commit"], "data": record["data"],
+            "machine": f"{record['machine']}; {cpu_said(record)}",
             "command": record["command"], "seconds": f"{record['seconds']:.0f}",
             "examples": f"{record['counters']['examples']:,}", "n": str(result["n"]),
             "common_share": f"{100 * result['common_share']:g}%", "common_min": str(result["common_min"]),
@@ -78,6 +79,7 @@ def values(record: dict | None = None) -> dict[str, str]:
             "cost_corpora": record["cost"]["corpora"], "cost_machine": record["cost"]["machine"],
             "cost_examples": f"{record['cost']['examples']:,}", "cost_train_ngrams": f"{record['cost']['train_ngrams']:,}",
             "cost_prepare": f"{record['cost']['prepare_seconds']:.0f}",
+            "load_prepare": record["cost"]["load"]["prepare"],
             "cost_contamination": f"{record['cost']['contamination_seconds']:.0f}",
             "cost_ratio": f"{record['cost']['contamination_seconds'] / record['cost']['prepare_seconds']:.1f}",
             **cost_values(record["cost"])}
@@ -160,7 +162,45 @@ def match_values(record: dict) -> dict[str, str]:
             "none_in": " and ".join(clean) or "no split", "max_ngram_pct": pct(top["by_field"]["ngram"], top["examples"]),
             "max_ngram_name": NAMES.get(top["task"], top["task"]), "rerun_date": matches["date"],
             "rerun_commit": matches["commit"], "rerun_seconds": f"{matches['process_seconds']:.1f}",
-            "rerun_load": f"{matches['load_before'][0]:.1f}"}
+            "rerun_load": f"{matches['load_before'][0]:.1f}", "rerun_machine": cpu_said(matches),
+            "rerun_command": matches["command"]}
+
+
+def cpu_said(found: dict) -> str:
+    """A run's CPU model and bf16/AMX units as its record holds them, or that it holds none."""
+    cpu, units = found.get("cpu"), found.get("units")
+    if not cpu:
+        return "CPU model and bf16/AMX units not recorded"
+    return f"{cpu}, {', '.join(units) if units else 'bf16/AMX units not recorded'}"
+
+
+def load_start(load: str) -> float | None:
+    """The load average at a run's start, from the record's 'before -> after' text."""
+    head = load.split("->")[0].strip()
+    try:
+        return float(head)
+    except ValueError:
+        return None
+
+
+def cost_load_note(cost: dict) -> str:
+    """Whether the cost section's runs began with a load above the machine's cores: those give no headline."""
+    starts = {"prepare": cost["load"]["prepare"], "contamination": cost["load"]["contamination"],
+              "the first implementation": cost["load"]["first_implementation"],
+              f"the {cost['larger']['corpora']} runs": cost["larger"]["load"]}
+    cores = cost.get("cores")
+    if cores is None:
+        return "The machine's cores are not recorded, so whether these runs were loaded is not known."
+    above = {k: v for k, v in starts.items() if (x := load_start(v)) is not None and x > cores}
+    if not above:
+        return ""
+    said = ", ".join(f"{k} {load_start(v):g}" for k, v in above.items())
+    who = "Every timed run" if len(above) == len(starts) else "These runs"
+    earlier = ("; the load of the first implementation's earlier session is not recorded"
+               if "first_implementation_earlier_seconds" in cost and "first_implementation_earlier" not in cost["load"]
+               else "")
+    return (f"No headline: load above the cores. {who} began with a load above the machine's {cores} cores "
+            f"({said}{earlier}): the seconds above are what each run measured, not a measure of the job's cost.")
 
 
 def cost_values(cost: dict) -> dict[str, str]:
@@ -175,4 +215,4 @@ def cost_values(cost: dict) -> dict[str, str]:
             "cost_larger": (f"On {larger['corpora']} ({larger['examples']:,} examples, {larger['train_ngrams']:,} "
                             f"distinct training hashes) prepare took {larger['prepare_seconds']:.0f} s and "
                             f"contamination {larger['contamination_seconds']:.0f} s (load average {larger['load']})."),
-            "cost_commands": "\n".join(f"- {c}" for c in cost["commands"])}
+            "cost_commands": "\n".join(f"- {c}" for c in cost["commands"]), "cost_load_note": cost_load_note(cost)}

@@ -155,6 +155,29 @@ def logged_rows(sst: dict) -> int:
     return last // every + (last % every > 0)
 
 
+def runs_of(values: list[int], step: int) -> list[list[int]]:
+    """`values` (sorted) cut into runs that rise by `step`."""
+    found: list[list[int]] = []
+    for v in values:
+        if found and v - found[-1][-1] == step:
+            found[-1].append(v)
+        else:
+            found.append([v])
+    return found
+
+
+def left_out(sst: dict) -> str:
+    """The logged validations' iterations the page did not keep, as runs of consecutive ones."""
+    last, every = sst["curve"][-1]["iteration"], sst["settings"]["every"]
+    kept = {p["iteration"] for p in sst["curve"]}
+    missing = [i for i in [*range(every, last, every), last] if i not in kept]
+    if not missing:
+        return "none left out"
+    parts = [f"{r[0]:,}" if len(r) == 1 else f"{r[0]:,}-{r[-1]:,}" for r in runs_of(missing, every)]
+    said = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return f"the rows of {said} left out"
+
+
 def sst_values(sst: dict) -> dict[str, str]:
     """The 5-minute SST run: its table, best moving average of the kept rows (minute, iteration), rate, MFU, the
     loss after the best, and the SST recipe's spread between seeds beside it."""
@@ -169,11 +192,23 @@ def sst_values(sst: dict) -> dict[str, str]:
             "best_ma_iteration": f"{best['iteration']:,}", "best_loss": num(best["train_loss"], 3),
             "last_loss": num(last["train_loss"], 3), "last_ma": num(last["em_moving_average"]),
             "last_iteration": f"{last['iteration']:,}", "overfits": overfits(best, last),
-            "kept_rows": str(len(curve)), "logged_rows": str(logged_rows(sst)),
+            "kept_rows": str(len(curve)), "logged_rows": str(logged_rows(sst)), "left_out": left_out(sst),
             "iterations_per_s": num(last["iteration"] / (60 * last["minutes"])),
             "tokens_median": f"{statistics.median(p['tokens_per_s'] for p in curve[1:]):,.0f}",
             "sst_mfu": num(max(p["mfu_pct"] for p in curve), 2), "cpu_spread": mean_sd(ems),
             "cpu_models": str(len(ems)), "gap": num(best["em_moving_average"] - statistics.mean(ems), sign=True)}
+
+
+def grid_heading(table2: dict, grid: list[dict]) -> str:
+    """The grid section's heading: the GPU, the runs' commits where recorded, else the commit that reported them
+    (from the record's `source`)."""
+    machine = table2["machines"]["h200"]
+    gpu_name = machine.get("gpu", "GPU").removeprefix("NVIDIA ")
+    commits = sorted({r["commit"] for r in grid if r.get("commit")})
+    if commits:
+        return f"{gpu_name}, commit {', '.join(commits)}"
+    reported = re.search(r"at commit (\w+)", table2.get("source", ""))
+    return f"{gpu_name}; the runs' commit not recorded" + (f", reported in {reported.group(1)}" if reported else "")
 
 
 def grid_values(table2: dict) -> dict[str, str]:
@@ -188,7 +223,11 @@ def grid_values(table2: dict) -> dict[str, str]:
         minutes = [r["minutes"] for r in runs if r["minutes"] is not None]
         rows.append([len(runs), label, f"{int(iters):,} (validation every {every})", seeds,
                      f"{num(min(minutes))}-{num(max(minutes))}" if minutes else "not recorded"])
-    return {"grid_machine": records.describe_machine(table2["machines"]["h200"]),
+    machine = table2["machines"]["h200"]
+    unrecorded = [k for k in ("torch", "driver") if not machine.get(k)]
+    versions = f"{' and '.join(unrecorded)} version{'s' * (len(unrecorded) > 1)} not recorded"
+    return {"grid_machine": records.describe_machine(machine) + (f" ({versions})" if unrecorded else ""),
+            "grid_heading": grid_heading(table2, grid),
             "grid_table": table(["runs", "task", "iterations", "seeds", "each run (min)"], rows, "rllll")}
 
 

@@ -27,6 +27,9 @@ GENERATED = {
     "docs/results/gpu.md": "experiments.results.gpu",
     "docs/results/scale.md": "experiments.results.scale",
     "docs/results/serve_fairness.md": "experiments.results.serve_fairness",
+    # rendered by the module's render_page(page) from the record beside the page (<page>.json)
+    "docs/results/profiles/lstm_paths.md": "bench.lstm_paths",
+    "docs/results/profiles/lstm_paths_intel_xeon.md": "bench.lstm_paths",
 }
 PENDING: dict[str, str] = {}  # none now: every page is generated
 
@@ -36,6 +39,8 @@ def render(page: str) -> str:
     if page == readme.README:
         return readme.render(readme.path().read_text(encoding="utf-8"), GENERATED)
     module = importlib.import_module(GENERATED[page])
+    if hasattr(module, "render_page"):
+        return module.render_page(page)
     return fill(template(module.TEMPLATE), module.values())
 
 

@@ -84,6 +84,62 @@ def memory_table(record: dict) -> str:
     return table(["setting", "peak RSS GB", "tokens/s (under the QA-SRL pair's load)"], rows)
 
 
+def dates_and_machines(record: dict) -> str:
+    """Each machine with its runs' dates (the runs' own `date`; the record's where a run has none)."""
+    found: dict[str, set[str]] = {}
+    for r in record["runs"]:
+        found.setdefault(r["machine"], set()).add(r.get("date") or record["date"])
+    dates = sorted({d for ds in found.values() for d in ds})
+    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    each = "; ".join(f"`{k}`: {records.describe_machine(m)}, runs of {', '.join(sorted(found.get(k, ['none'])))}"
+                     for k, m in record["machines"].items())
+    return f"{span}; {each}"
+
+
+def other_seeds(record: dict, task: str = "sst", seed: int = 123) -> str:
+    """The commands of `task`'s runs of seeds other than `seed`, as the record holds them, one a line."""
+    runs = sorted((r for r in by_task(record, task) if r["seed"] != seed), key=lambda r: (r["seed"], r["precision"]))
+    return "\n".join(f"    .venv/bin/python {r['command']}    # {r['name']}, commit {r['commit'] or 'not recorded'}"
+                     for r in runs)
+
+
+def beside_pair(record: dict) -> str:
+    """How many of the memory checks ran beside the QA-SRL pair, and which, as far as the record says."""
+    found, rows = record["memory"].get("beside_srl_pair"), len(record["memory"]["rows"])
+    if not found or found.get("count") is None:
+        return f"whether any of the {rows} memory checks (below) ran beside this pair is not recorded"
+    which = (", ".join(found["settings"]) if found.get("settings")
+             else "the record does not hold which")
+    return f"{found['count']} of the {rows} memory checks (below) ran beside this pair ({which})"
+
+
+def bf16_cpus() -> list[str]:
+    """The CPU models (with their bf16 units) of speed.md's sessions that timed a bf16 configuration."""
+    return sorted({f"{speed.cpu_of(s)} ({', '.join(s.machine['units']) or 'no bf16 units'})"
+                   for s in speedcheck.sessions() if any(v.startswith("bf16") for v in s.meta["variants"].values())})
+
+
+def seed_speed_note(record: dict, task: str = "sst", seed: int = 123) -> str:
+    """Where `task`'s seed pair ran, and on which CPUs bf16 was timed at the paper's sizes: the step's size and
+    the CPU's units are told apart only where both were timed on one CPU."""
+    machines = sorted({r["machine"] for r in by_task(record, task) if r["seed"] == seed})
+    where = "; ".join(f"`{k}`: {record['machines'][k]['cpu'] or 'CPU model not recorded'}" for k in machines)
+    cpus = bf16_cpus()
+    timed = f"speed.md timed bf16 at the paper's sizes only on {'; '.join(cpus)}" if cpus else \
+        "speed.md has no bf16 timing at the paper's sizes"
+    return (f"it ran on {where}. {timed}, so whether the small steps or this CPU's bf16 units explain the "
+            "small difference is not told apart")
+
+
+def agreement_where(record: dict) -> str:
+    """The machine and load of the agreement rows' decoding, as far as the record says."""
+    found = record["agreement"]
+    key = found.get("machine")
+    machine = f"`{key}` ({records.describe_machine(record['machines'][key])})" if key else "a machine not recorded"
+    load = "load not recorded" if found.get("load") is None else f"load {found['load']}"
+    return f"Decoded on {machine}, one timing per row, {load}: the seconds are rough"
+
+
 def agreement_table(record: dict) -> str:
     """Each model decoded in fp32, bf16 and int8: headline and share of answers identical to fp32."""
     rows = [[r["model"], r["iteration"], r["task"], r["precision"], r["examples"], f"{r['metric']} {num(r['headline'])}",
@@ -152,8 +208,9 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     """The placeholders of templates/precision.md."""
     record = record or records.load("precision")
     floors = floors if floors is not None else records.floors()
-    out = {"date": record["date"], "torch": record["torch"], "source": record["source"],
-           "machine": "; ".join(f"`{k}`: {records.describe_machine(m)}" for k, m in record["machines"].items()),
+    out = {"dates_and_machines": dates_and_machines(record), "torch": record["torch"], "source": record["source"],
+           "other_seeds": other_seeds(record), "beside_pair": beside_pair(record),
+           "seed_speed_note": seed_speed_note(record), "agreement_where": agreement_where(record),
            "sst_runs": runs_table(record, "sst"),
            "srl_runs": runs_table(record, "srl"), "verdict_table": verdict_table(record, floors)[0],
            "verdicts": verdict_table(record, floors)[1],

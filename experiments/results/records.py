@@ -59,12 +59,28 @@ def check_record(record: dict) -> list[str]:
     return problems
 
 
+BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile", "amx_int8")  # the CPU flags of bf16 (and AMX) units
+
+
+def unit_names(found: dict) -> str:
+    """The machine's bf16 units by name where the record lists them (`units`: 'avx512_bf16, amx_bf16, ...',
+    'avx512_bf16; no AMX', 'no bf16 units'), else what the record leaves open."""
+    units = found.get("units")
+    if units is None:
+        return {True: "AMX not recorded", False: "no bf16 units", None: "not recorded"}[found["bf16_units"]]
+    named = [u for u in units if u in BF16_FLAGS]
+    if not named:
+        return "no bf16 units"
+    return ", ".join(named) + ("" if any(u.startswith("amx") for u in named) else "; no AMX")
+
+
 def describe_machine(found: dict) -> str:
-    """One line: CPU model, cores, bf16 units, GPU."""
+    """One line: CPU model, cores, bf16 units (by name where recorded: AMX or not), GPU."""
     bf16 = {True: "with bf16 units", False: "without bf16 units", None: "bf16 units not recorded"}[found["bf16_units"]]
+    names = f" ({unit_names(found)})" if found["bf16_units"] else ""
     gpu = f", GPU {found['gpu']}" if found["gpu"] else ""
     cpu = found["cpu"] or "CPU model not recorded"
-    return f"{cpu}, {found['cores']} cores, {bf16}{gpu}"
+    return f"{cpu}, {found['cores']} cores, {bf16}{names}{gpu}"
 
 
 def floors(group: str = "validation") -> dict[str, dict]:

@@ -5,6 +5,8 @@ training test's `--elastic-record`). A record that is missing gives its section 
 rerun, and no figure."""
 from __future__ import annotations
 
+import statistics
+
 from experiments.results import records
 from experiments.results.render import num, table
 
@@ -27,16 +29,39 @@ def optional(name: str) -> dict | None:
         return None
 
 
+def load_text(rec: dict) -> str:
+    """'3.45 before, 4.03 after' (1-minute load averages), or 'not recorded'."""
+    before, after = rec["load_before"], rec["load_after"]
+    return f"{num(before[0], 2)} before, {num(after[0], 2)} after" if before and after else "not recorded"
+
+
+def loaded(rec: dict) -> bool | None:
+    """Whether the 1-minute load before or after the run was above the machine's cores (None: not recorded)."""
+    before, after = rec["load_before"], rec["load_after"]
+    if not (before and after):
+        return None
+    return max(before[0], after[0]) > rec["machine"]["cores"]
+
+
 def header(rec: dict) -> str:
     """Date, commit, machine, load average (1 minute) before and after, and the command."""
-    before, after = rec["load_before"], rec["load_after"]
-    load = f"{num(before[0], 2)} before, {num(after[0], 2)} after" if before and after else "not recorded"
-    busy = bool(before and after) and max(before[0], after[0]) > rec["machine"]["cores"]
     note = (" More runnable work than cores before or after the run: other work ran beside it, so a setting that "
-            "needs every core competed with it." if busy else "")
+            "needs every core competed with it." if loaded(rec) else "")
     return (f"- **Date:** {rec['date']} (commit `{rec['commit']}`).\n"
-            f"- **Machine:** {records.describe_machine(rec['machine'])}; load average (1 minute) {load}.{note}\n"
+            f"- **Machine:** {records.describe_machine(rec['machine'])}; load average (1 minute) {load_text(rec)}."
+            f"{note}\n"
             f"- **Command:** `.venv/bin/{rec['command']}`.")
+
+
+def results_line(rec: dict, what: str) -> str:
+    """The line before a run's figures: `what` where the run may give a headline; where its load was above the
+    cores (or not recorded), that it gives none and the figures are what it measured."""
+    state = loaded(rec)
+    if state is False:
+        return f"{what}:"
+    why = "load not recorded" if state is None else \
+        f"load above the cores ({load_text(rec)} on {rec['machine']['cores']} cores)"
+    return f"No headline: {why}. What this run measured:"
 
 
 def seconds(times: list[float], digits: int = 2) -> str:
@@ -44,42 +69,57 @@ def seconds(times: list[float], digits: int = 2) -> str:
     return ", ".join(num(t, digits) for t in times)
 
 
-def prepare_figures(rec: dict) -> dict[str, float | bool | int]:
-    """Best seconds per variant, the ratios, whether every run of beam and beam-mp2 wrote the same Parquet
-    files, and how much longer in-process Beam took than the plain loop with the same cache."""
-    best = {v: min(r["seconds"] for r in runs) for v, runs in rec["runs"].items()}
+def median_span(values: list[float], digits: int = 2) -> str:
+    """'median (min-max)' ('value' alone for one)."""
+    med = num(statistics.median(values), digits)
+    return med if len(values) == 1 else f"{med} ({num(min(values), digits)}-{num(max(values), digits)})"
+
+
+def prepare_figures(rec: dict) -> dict:
+    """Median seconds per variant, examples/s ratios of the medians, whether every run of beam and beam-mp2 wrote
+    the same Parquet files, and how much longer in-process Beam took than the plain loop with the same cache."""
+    median = {v: statistics.median(r["seconds"] for r in runs) for v, runs in rec["runs"].items()}
     digests = {r["digest"] for v in ("beam", "beam-mp2") for r in rec["runs"].get(v, [])}
     compared = sum(len(rec["runs"].get(v, [])) for v in ("beam", "beam-mp2"))
-    out = {"best": best, "identical": len(digests) == 1 and compared > 1, "compared": compared}
-    if "beam" in best and "plain-cached" in best:
-        out["beam_extra"] = best["beam"] - best["plain-cached"]
+    rate = {v: rec["runs"][v][0]["examples"] / t for v, t in median.items()}
+    ratios = {f"{v}/plain": rate[v] / rate["plain"] for v in rate if "plain" in rate}
+    if "beam-mp2" in rate and "plain-cached" in rate:
+        ratios["beam-mp2/plain-cached"] = rate["beam-mp2"] / rate["plain-cached"]
+    out = {"median": median, "rate": rate, "ratios": ratios, "identical": len(digests) == 1 and compared > 1,
+           "compared": compared}
+    if "beam" in median and "plain-cached" in median:
+        out["beam_extra"] = median["beam"] - median["plain-cached"]
     return out
 
 
-def prepare_table(rec: dict, best: dict) -> str:
+def prepare_table(rec: dict, found: dict) -> str:
     rows = []
     for variant, runs in rec["runs"].items():
-        top = min(runs, key=lambda r: r["seconds"])
-        ratio = rec["ratios"].get(f"{variant}/plain", 1.0 if variant == "plain" else None)
-        rows.append([variant, seconds([r["seconds"] for r in runs]), num(best[variant], 2), f"{top['examples']:,}",
-                     f"{top['examples'] / top['seconds']:,.0f}", f"{num(ratio, 2)}x" if ratio else "-",
-                     f"{top['rss_mb']:,.0f}", top["digest"]])
-    return table(["variant", "job s, each run", "best s", "examples", "examples/s (best)", "vs plain",
-                  "peak RSS MiB", "Parquet digest (best run)"], rows, "lrrrrrrl")
+        ratio = found["ratios"].get(f"{variant}/plain")
+        examples = sorted({r["examples"] for r in runs})
+        rows.append([variant, seconds([r["seconds"] for r in runs]), median_span([r["seconds"] for r in runs]),
+                     ", ".join(f"{n:,}" for n in examples), f"{found['rate'][variant]:,.0f}",
+                     f"{num(ratio, 2)}x" if ratio else "-", f"{max(r['rss_mb'] for r in runs):,.0f}",
+                     ", ".join(sorted({r["digest"] for r in runs}))])
+    return table(["variant", "job s, each run", "median s (min-max)", "examples", "examples/s (median)",
+                  "vs plain (medians)", "peak RSS MiB (largest run)", "Parquet digest"], rows, "lrrrrrrl")
 
 
 def prepare_section(rec: dict | None) -> str:
-    """The prepare bench: header, table of every variant and the figures the issue asks about."""
+    """The prepare bench: header, table of every variant and the figures the issue asks about, from the medians of
+    each variant's runs (no headline where the run was loaded)."""
     if rec is None:
         return not_rerun("prepare")
-    found, r = prepare_figures(rec), rec["ratios"]
-    best, jobs = found["best"], ", ".join(f"{t} ({'/'.join(s)})" for t, s in rec["settings"]["jobs"].items())
+    found = prepare_figures(rec)
+    r, med = found["ratios"], found["median"]
+    jobs = ", ".join(f"{t} ({'/'.join(s)})" for t, s in rec["settings"]["jobs"].items())
     lines = [header(rec), f"- **Work:** parse → lowercase → revtok → Parquet, on the real {jobs}; "
              f"{rec['settings']['repeat']} runs of each variant, round-robin, each in a fresh process.", "",
-             prepare_table(rec, best), "", "Results (best runs):", ""]
+             prepare_table(rec, found), "", results_line(rec, "Results (medians of the runs)"), ""]
+    mp2 = [x["seconds"] for x in rec["runs"]["beam-mp2"]]
     lines.append(f"- `deca prepare` with 2 worker processes (beam-mp2): {num(r['beam-mp2/plain'], 2)}x the plain "
-                 f"loop's examples/s ({num(best['beam-mp2'], 2)} s vs {num(best['plain'], 2)} s). In-process Beam: "
-                 f"{num(r['beam/plain'], 2)}x.")
+                 f"loop's examples/s (median {num(med['beam-mp2'], 2)} s vs {num(med['plain'], 2)} s; its runs "
+                 f"{num(min(mp2), 2)}-{num(max(mp2), 2)} s). In-process Beam: {num(r['beam/plain'], 2)}x.")
     same = "identical" if found["identical"] else "not identical"
     lines.append(f"- The Parquet files (names and bytes) of 1 and 2 workers are {same} over the "
                  f"{found['compared']} runs of beam and beam-mp2.")
@@ -87,33 +127,46 @@ def prepare_section(rec: dict | None) -> str:
                  f"questions). A plain loop with the same cache is {num(r['plain-cached/plain'], 2)}x, so 2 workers "
                  f"are {num(r['beam-mp2/plain-cached'], 2)}x of that.")
     lines.append(f"- In-process Beam takes {num(found['beam_extra'], 1)} s more than the plain loop with the same "
-                 f"cache, whose whole job takes {num(best['plain-cached'], 1)} s: Beam's fixed cost (the pipeline, the "
-                 f"planning read) and its per-element overhead. dask2 starts its own cluster in the job; dask2-up uses "
-                 f"one already running.")
+                 f"cache (medians), whose whole job takes {num(med['plain-cached'], 1)} s: Beam's fixed cost (the "
+                 f"pipeline, the planning read) and its per-element overhead. dask2 starts its own cluster in the "
+                 f"job; dask2-up uses one already running.")
     return "\n".join(lines)
 
 
+def suite_table(done: list[dict]) -> str:
+    return table(["set", "task", "examples", "headline", "value", "seconds, each repeat", "examples/s (median)"],
+                 [[s["set"], s["task"], f"{s['examples']:,}", s["headline"], num(s["value"], 2),
+                   seconds(s["seconds"], 3), f"{s['examples'] / statistics.median(s['seconds']):,.0f}"]
+                  for s in done], "llrlrrr")
+
+
+def rouge_lines(rouge: dict) -> list[str]:
+    """ROUGE's scorers: each repeat, the medians and their ratios."""
+    med = {label: statistics.median(t) for label, t in rouge["seconds"].items()}
+    direct, one, two = med.values()
+    rows = [[label, seconds(t), num(med[label], 2), f"{rouge['pairs'] / med[label]:,.0f}",
+             f"{num(direct / med[label], 2)}x"] for label, t in rouge["seconds"].items()]
+    return ["", f"ROUGE-1/2/L on {rouge['pairs']:,} (prediction, gold) pairs built from the 20 real CNN "
+            f"stories ({rouge['words_per_pair']:.0f} words a pair):", "",
+            table(["scorer", "seconds, each repeat", "median s", "pairs/s (median)", "vs direct (medians)"], rows), "",
+            f"ROUGE with 2 processes runs at {num(one / two, 2)}x one process ({num(direct / two, 2)}x calling "
+            f"rouge-score directly), from the medians; 1 and 2 processes gave "
+            f"{'identical' if rouge['same_scores_1_and_2_processes'] else 'different'} scores."]
+
+
 def metrics_section(rec: dict | None) -> str:
-    """The metric suite per set and ROUGE with 1 and 2 processes."""
+    """The metric suite per set and ROUGE with 1 and 2 processes, from the medians of the repeats (no headline
+    where the run was loaded)."""
     if rec is None:
         return not_rerun("metrics")
     done = [s for s in rec["suite"] or [] if "seconds" in s]
-    total_n, total_s = sum(s["examples"] for s in done), sum(min(s["seconds"]) for s in done)
-    suite = table(["set", "task", "examples", "headline", "value", "seconds, each repeat", "examples/s (best)"],
-                  [[s["set"], s["task"], f"{s['examples']:,}", s["headline"], num(s["value"], 2),
-                    seconds(s["seconds"], 3), f"{s['examples'] / min(s['seconds']):,.0f}"] for s in done], "llrlrrr")
-    rouge, lines = rec["rouge"], [header(rec), "", suite, ""]
-    lines.append(f"{total_n:,} real examples scored in {num(total_s, 2)} s (the sum of each set's best time).")
-    if rouge:
-        direct, one, two = (min(t) for t in rouge["seconds"].values())
-        rows = [[label, seconds(t), f"{rouge['pairs'] / min(t):,.0f}", f"{num(direct / min(t), 2)}x"]
-                for label, t in rouge["seconds"].items()]
-        lines += ["", f"ROUGE-1/2/L on {rouge['pairs']:,} (prediction, gold) pairs built from the 20 real CNN "
-                  f"stories ({rouge['words_per_pair']:.0f} words a pair):", "",
-                  table(["scorer", "seconds, each repeat", "pairs/s (best)", "vs direct"], rows), "",
-                  f"ROUGE with 2 processes runs at {num(one / two, 2)}x one process ({num(direct / two, 2)}x calling "
-                  f"rouge-score directly); 1 and 2 processes gave "
-                  f"{'identical' if rouge['same_scores_1_and_2_processes'] else 'different'} scores."]
+    total_n = sum(s["examples"] for s in done)
+    totals = [sum(f(s["seconds"]) for s in done) for f in (statistics.median, min, max)]
+    lines = [header(rec), "", results_line(rec, "Results (medians of the repeats)"), "", suite_table(done), ""]
+    lines.append(f"{total_n:,} real examples scored in {num(totals[0], 2)} s (the sum of each set's median time; "
+                 f"of the fastest and of the slowest repeats {num(totals[1], 2)}-{num(totals[2], 2)} s).")
+    if rec["rouge"]:
+        lines += rouge_lines(rec["rouge"])
     return "\n".join(lines)
 
 
@@ -130,14 +183,26 @@ def ray_setup(rec: dict) -> str:
             f"{s['budget']:,}, {s['iterations']} iterations, {s['precision']}.")
 
 
+def ray_said(rec: dict) -> str:
+    """The line before a Ray run's figures: one run, no repeat; where loaded, no headline and not a measure of
+    scaling."""
+    state = loaded(rec)
+    if state is False:
+        return "Results (one run, no repeat):"
+    why = "load not recorded" if state is None else \
+        f"load above the cores during it ({load_text(rec)} on {rec['machine']['cores']} cores)"
+    return (f"No headline: one run; {why}: not a measure of scaling (the bench records no load per setting). "
+            "What it measured:")
+
+
 def ray_section(fp32: dict | None, bf16: dict | None) -> str:
-    """Ray Train against a plain loop, in fp32 and in bf16."""
+    """Ray Train against a plain loop, in fp32 and in bf16; a bold figure only from a run that was not loaded."""
     parts = []
     if fp32 is None:
         parts.append(not_rerun("ray_scaling"))
     else:
         r, fixed = fp32["ratios"], [v["fixed_s"] for k, v in fp32["results"].items() if k.startswith("ray")]
-        parts += [header(fp32), ray_setup(fp32), "", ray_table(fp32), "", "Results:", "",
+        parts += [header(fp32), ray_setup(fp32), "", ray_table(fp32), "", ray_said(fp32), "",
                   f"- Ray with 1 worker: {num(r['time_per_token_ray1_vs_plain1'], 2)}x a plain 1-thread loop's time "
                   f"per token, plus {num(min(fixed))}-{num(max(fixed))} s fixed per run (start-up, warm-up, teardown, "
                   f"final validation).",
@@ -148,8 +213,9 @@ def ray_section(fp32: dict | None, bf16: dict | None) -> str:
         parts.append(not_rerun("ray_scaling_bf16"))
     else:
         r = bf16["ratios"]
-        parts += [header(bf16), ray_setup(bf16), "", ray_table(bf16), "",
-                  f"Ray with 2 workers reaches **{num(r['ray2_vs_best_plain'], 2)}x the best plain loop** (issue 27's "
+        reach = f"{num(r['ray2_vs_best_plain'], 2)}x the best plain loop"
+        parts += [header(bf16), ray_setup(bf16), "", ray_table(bf16), "", ray_said(bf16), "",
+                  f"Ray with 2 workers reaches {reach if loaded(bf16) is not False else f'**{reach}**'} (issue 27's "
                   f"target was {num(RAY_TARGET, 2)}x). Each bf16 worker uses one thread: 2 workers give "
                   f"{num(r['ray2_vs_ray1'], 2)}x one worker, where the plain loop gives {num(r['plain2_vs_plain1'], 2)}x "
                   f"with 2 threads."]

@@ -84,19 +84,38 @@ def verdict(record: dict, *others: dict) -> str:
     return "met (in one run per setting)"
 
 
+def targeted_slowdowns(*found: dict) -> list[tuple[dict, float]]:
+    """(server, slowdown) of every targeted setting in the runs `found` that measured one."""
+    return [(s, f["slowdown"]) for r in found for s in r["servers"] if s["name"] in TARGETED
+            and (f := summary(s, r["target"]))["slowdown"] is not None]
+
+
+def repeated_said(*found: dict) -> str:
+    """Which targeted settings ran in more than one run, and whether the runs paced the small calls differently."""
+    names = [s["name"] for s, _ in targeted_slowdowns(*found)]
+    what = {s["name"]: s["what"].split(":")[0] for s, _ in targeted_slowdowns(*found)}
+    twice = [n for n in dict.fromkeys(names) if names.count(n) > 1]
+    if not twice:
+        return ""
+    paces = {r.get("settings", {}).get("small_every") for r in found}
+    runs = max(names.count(n) for n in twice)
+    return ("; " + " and ".join(f'"{what[n]}"' for n in twice) + f" each ran in {runs} runs"
+            + (", with the small calls paced differently" if len(paces) > 1 else ""))
+
+
 def verdict_why(record: dict, *others: dict) -> str:
-    """What the verdict rests on: one run per setting, each slowdown one pair of runs, beside how far the large
-    call alone varied between runs."""
+    """What the verdict rests on: one run per setting in each run, every targeted slowdown on the page (this
+    record's and `others`') one pair of runs, beside how far the large call alone varied between runs."""
     goal, noise = record["target"]["large_slowdown"], alone_noise(record, *others)
-    slowdowns = [f["slowdown"] for s in record["servers"] if s["name"] in TARGETED
-                 and (f := summary(s, record["target"]))["slowdown"] is not None]
-    if not slowdowns:
+    found = targeted_slowdowns(record, *others)
+    if not found:
         return ""
     word = "more than" if noise > goal else "as much as" if noise == goal else "less than"
     tails = [summary(s, record["target"])["p99_met"] for s in record["servers"] if s["name"] in TARGETED]
     p99 = (f"The small-call p99 is within {record['target']['small_p99_s']:g} s on every targeted setting. "
            if tails and all(tails) else "")
-    return (p99 + f"Each setting ran once: each slowdown ({slowdown_span(slowdowns)}) is one pair of runs, and the large "
+    return (p99 + f"Each run measured each setting once: the slowdowns ({slowdown_span([x for _, x in found])} over "
+            f"{len(found)} pairs of runs{repeated_said(record, *others)}) are each one pair of runs, and the large "
             f"call alone varied {100 * noise:.0f}% between runs, {word} the {100 * goal:g}% allowed.")
 
 

@@ -2,7 +2,7 @@
 (experiments/results/speedcheck.py): each process's examples/s, seconds per step, peak RSS, load and step times."""
 from __future__ import annotations
 
-from experiments.results import speedcheck
+from experiments.results import records, speedcheck
 from experiments.results.render import table
 
 TEMPLATE = "speedcheck_summary.md"
@@ -26,14 +26,15 @@ def case_section(session: speedcheck.Session, found: speedcheck.Rounds) -> str:
     speed = ", ".join(f"{x:.2f}" for x in found.ratios())
     memory = ", ".join(f"{x:.2f}" for x in found.ratios("peak_rss_gb"))
     title = f"### {session.meta['variants'][found.variant]}: {found.case}"
-    return "\n".join([title, "", table(HEADER, rows, "ll" + "r" * 5 + "ll"), "",
+    return "\n".join([title, "", table(HEADER, rows, "ll" + "r" * 4 + "lll"), "",
                       f"Per round, project / original: examples/s {speed}; peak RSS {memory}.", ""])
 
 
 def values() -> dict[str, str]:
-    """The page's one placeholder: a section per session, a table per case."""
+    """The page's one placeholder: a section per session (its CPU model and bf16 units), a table per case."""
     parts = []
     for session in speedcheck.sessions():
-        parts += [f"## {session.name} (commit `{session.meta['commit']}`, {session.meta['utc']} UTC)", ""]
+        parts += [f"## {session.name} (commit `{session.meta['commit']}`, {session.meta['utc']} UTC)", "",
+                  f"Machine: {records.describe_machine(session.machine)}.", ""]
         parts += [case_section(session, found) for found in speedcheck.rounds(session)]
     return {"sessions": "\n".join(parts).rstrip()}

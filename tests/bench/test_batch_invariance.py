@@ -28,3 +28,5 @@ def test_answers_do_not_depend_on_the_batch_and_the_record_says_so_per_row(check
         assert all(0.0 <= r["probability"] < 1e-4 and 0.0 <= r["weights"] < 1e-4 for r in rows)
     assert all(r["probability"] == 0.0 == r["weights"] for r in cases[1, 1])  # the reference computation again
     assert f"threads 2 batch 5: 0 of {n} answers changed" in capsys.readouterr().out
+    sizes = {(c["threads"], c["batch_size"]): c["batches"] for c in found["cases"]}
+    assert sizes[1, 5] == [5] * (n // 5) + ([n % 5] if n % 5 else []) and sizes[1, 1] == [1] * n

@@ -14,7 +14,7 @@ def test_a_record_holds_the_command_commit_machine_load_settings_and_figures(tmp
     written = record.write(tmp_path / "scale" / "prepare.json", started, {"repeat": 3}, {"runs": {"plain": [1.0]}})
     assert json.loads((tmp_path / "scale" / "prepare.json").read_text()) == written
     assert written["command"] == "python -m bench.prepare --repeat 3 --record 'a b.json'"
-    assert set(written["machine"]) == {"cpu", "cores", "bf16_units", "gpu"}
+    assert set(written["machine"]) == {"cpu", "cores", "bf16_units", "gpu", "units"}
     assert len(written["load_before"]) == len(written["load_after"]) == 3
     assert written["settings"] == {"repeat": 3} and written["runs"] == {"plain": [1.0]}
 
@@ -23,6 +23,8 @@ def test_this_machine_names_its_cpu_cores_and_bf16_units():
     found = record.this_machine()
     assert set(records.MACHINE_FIELDS) <= set(found) and found["cores"] >= 1
     assert isinstance(found["bf16_units"], bool)
+    assert set(found["units"]) <= set(record.UNIT_FLAGS)
+    assert found["bf16_units"] == bool({"avx512_bf16", "amx_bf16"} & set(found["units"]))
 
 
 def test_a_figure_named_like_a_record_field_is_refused(tmp_path):

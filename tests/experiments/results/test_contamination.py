@@ -73,3 +73,27 @@ def test_the_plain_words_headings_follow_the_counts():
     assert changed["sst_ngram_said"].startswith("2 ")
     assert changed["schema_untouched"] == "3 questions overlap"
     assert changed["flagged_shares"] == "QA-SRL 37.3%, MWSC 30.5%, WOZ 10.0%, SST 0.2%"
+
+
+def test_the_cost_runs_begun_above_the_cores_give_no_headline():
+    cost = copy.deepcopy(contamination.records.load("contamination")["cost"])
+    note = contamination.cost_load_note(cost)
+    assert note.startswith("No headline: load above the cores. Every timed run began with a load above the "
+                           "machine's 2 cores (prepare 4.3, contamination 3.1")
+    assert "earlier session is not recorded" in note
+    cost["load"] = {"prepare": "1.0 -> 1.2", "contamination": "1.1 -> 1.0", "first_implementation": "0.9 -> 1.0"}
+    cost["larger"]["load"] = "1.5 -> 1.9"
+    assert contamination.cost_load_note(cost) == ""
+    del cost["cores"]
+    assert "cores are not recorded" in contamination.cost_load_note(cost)
+
+
+def test_the_page_names_no_cpu_the_record_lacks_and_generates_the_rerun_line():
+    record = contamination.records.load("contamination")
+    found = contamination.values()
+    assert found["machine"].endswith("CPU model and bf16/AMX units not recorded")
+    assert found["rerun_machine"] == "CPU model and bf16/AMX units not recorded"
+    assert contamination.cpu_said({"cpu": "X", "units": ["amx_bf16"]}) == "X, amx_bf16"
+    assert found["rerun_command"] == record["matches"]["command"]
+    assert "with the new job: the same contamination.json" not in found["cost_commands"]
+    assert found["load_prepare"] == record["cost"]["load"]["prepare"]

@@ -112,3 +112,30 @@ def test_bf16_rows_at_or_above_fp32_are_counted_with_their_range_and_runs():
     record["runs"][1]["rows"] = []
     record["runs"][0]["rows"][0]["speed_vs_fp32"] = 0.9
     assert gpu.faster_said(record) == "at or above fp32 in 0 of 2 rows"
+
+
+def test_the_rows_left_out_of_the_sst_curve_are_named_from_the_logged_iterations():
+    sst = copy.deepcopy(records.load("gpu")["sst"])
+    assert gpu.left_out(sst) == "the rows of 600, 1,400-1,600, 2,000-2,200 and 2,600-3,000 left out"
+    sst["settings"]["every"] = 1000  # logged at 1,000, 2,000, 3,000 and the last, 3,193
+    sst["curve"] = [{"iteration": i} for i in (1000, 2000, 3000, 3193)]
+    assert gpu.left_out(sst) == "none left out"
+    sst["curve"] = [{"iteration": i} for i in (1000, 3193)]
+    assert gpu.left_out(sst) == "the rows of 2,000-3,000 left out"
+
+
+def test_the_grid_heading_gives_the_runs_commit_only_where_recorded():
+    table2 = copy.deepcopy(records.load("table2"))
+    found = gpu.grid_values(table2)
+    assert found["grid_heading"] == "H200; the runs' commit not recorded, reported in 373bb2a"
+    assert found["grid_machine"].endswith("(torch and driver versions not recorded)")
+    for r in table2["runs"]:
+        if r["machine"] == "h200":
+            r["commit"] = "abc1234"
+    assert gpu.grid_values(table2)["grid_heading"] == "H200, commit abc1234"
+
+
+def test_torch_compile_is_not_said_to_have_been_measured():
+    page = (records.ROOT / gpu.PAGE).read_text(encoding="utf-8")
+    assert "measured on the CPU only" not in page and "was not measured with a record" in page
+    assert "commit 373bb2a)" not in page

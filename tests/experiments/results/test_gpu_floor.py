@@ -132,3 +132,29 @@ def test_training_rows_count_as_repeats_only_of_the_same_batch(tmp_path):
 def test_the_synchronisations_per_decoding_are_not_said_to_be_only_the_causes_listed():
     text = report.render()
     assert "(among them the check for the end" in text and "no record breaks the count down by cause" in text
+
+
+def test_every_runs_greedy_pair_with_and_without_cuda_graphs_is_listed(tmp_path):
+    text = report.render()
+    assert ("SQuAD x2.4-3.7 (run1 230.5 -> 96.9 ms, run2 328.1 -> 89.7 ms); SST x2.5-3.1 (run1 205.2 -> 82.6 ms, "
+            "run2 191.3 -> 74.6 ms, run4 222.1 -> 72.7 ms); the same ids in run1 and run2, not checked in run4") in text
+    records = tmp_path / "gpu_floor"
+    shutil.copytree(report.RECORDS, records)
+    profile = records / "run1" / "profile.txt"
+    profile.write_text(profile.read_text(encoding="utf-8").replace("| 96.9 |", "| 23.0 |"), encoding="utf-8")
+    assert "SQuAD x3.7-10.0 (run1 230.5 -> 23.0 ms, run2" in report.render(records)
+
+
+def test_the_greedy_target_is_split_by_task_and_the_paper_hours_cover_every_later_run():
+    text = report.render()
+    assert ("| greedy decoding 256 x 50 with CUDA graphs, by task (ms) | run4 | 80.8 (SQuAD); 72.7 (SST) | 1 + 1 | "
+            "<= 30 | missed |") in text
+    assert ("The paper's 560,000 iterations at run1's fp32 SQuAD step would take 19.0 hours, at run2's and run4's "
+            "steps 10.0-18.5 hours") in text
+
+
+def test_kernels_per_decoding_step_and_the_training_syncs_come_from_the_profiles():
+    text = report.render()
+    assert "per decoding step 163-241 small kernels" in text and "about 160" not in text
+    assert "optimizer's first-step state" not in text
+    assert "0.2-0.4 per training step (each row an average over its profile process's steps; no record breaks" in text

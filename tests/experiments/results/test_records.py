@@ -27,3 +27,15 @@ def test_a_run_without_its_machine_or_fields_is_reported():
 def test_a_missing_record_is_named():
     with pytest.raises(records.RecordError, match="no record 'nothing'"):
         records.load("nothing")
+
+
+def test_a_machine_names_its_bf16_units_and_says_where_amx_is_not_recorded():
+    intel = {"cpu": "Intel Xeon", "cores": 2, "bf16_units": True, "gpu": None,
+             "units": ["avx512_bf16", "amx_bf16", "amx_tile", "amx_int8", "avx512f"]}
+    assert (records.describe_machine(intel)
+            == "Intel Xeon, 2 cores, with bf16 units (avx512_bf16, amx_bf16, amx_tile, amx_int8)")
+    amd = {**intel, "cpu": "AMD EPYC", "units": ["avx512_bf16", "avx512f"]}
+    assert records.describe_machine(amd) == "AMD EPYC, 2 cores, with bf16 units (avx512_bf16; no AMX)"
+    unknown = {k: v for k, v in amd.items() if k != "units"}
+    assert records.describe_machine(unknown) == "AMD EPYC, 2 cores, with bf16 units (AMX not recorded)"
+    assert records.describe_machine({**unknown, "bf16_units": False}) == "AMD EPYC, 2 cores, without bf16 units"

@@ -26,19 +26,51 @@ def prepare_record(mp2_digest: str = "d1") -> dict:
             "runs": runs, "ratios": ratios}
 
 
-def test_prepare_figures_use_the_best_runs_and_compare_every_beam_digest():
+def test_prepare_figures_use_the_median_runs_and_compare_every_beam_digest():
     found = scale.prepare_figures(prepare_record())
-    assert found["best"] == {"plain": 5.0, "plain-cached": 2.5, "beam": 3.7, "beam-mp2": 2.9}
+    assert found["median"] == {"plain": 5.5, "plain-cached": 2.75, "beam": 3.85, "beam-mp2": 3.2}
+    assert found["ratios"]["beam-mp2/plain"] == pytest.approx(5.5 / 3.2)
+    assert found["ratios"]["beam-mp2/plain-cached"] == pytest.approx(2.75 / 3.2)
     assert found["identical"] and found["compared"] == 4
-    assert found["beam_extra"] == pytest.approx(1.2)
+    assert found["beam_extra"] == pytest.approx(1.1)
     assert not scale.prepare_figures(prepare_record(mp2_digest="other"))["identical"]
 
 
-def test_the_prepare_section_gives_the_ratios_of_the_record():
+def test_the_prepare_section_gives_the_medians_of_the_runs():
     text = scale.prepare_section(prepare_record())
-    assert "1.72x the plain loop's examples/s (2.90 s vs 5.00 s)" in text
+    assert "1.72x the plain loop's examples/s (median 3.20 s vs 5.50 s; its runs 2.90-3.50 s)" in text
     assert "`.venv/bin/python -m bench.prepare --repeat 2`" in text and "load average (1 minute) 1.50 before, 2.00 after" in text
-    assert "| beam-mp2 | 3.50, 2.90 | 2.90 |" in text and "are identical over the 4 runs" in text
+    assert "| beam-mp2 | 3.50, 2.90 | 3.20 (2.90-3.50) |" in text and "are identical over the 4 runs" in text
+    assert "Results (medians of the runs):" in text and "No headline" not in text and "best" not in text
+
+
+def test_a_loaded_run_gives_no_headline():
+    rec = prepare_record()
+    rec["load_before"] = [3.45, 3.0, 3.0]
+    text = scale.prepare_section(rec)
+    assert "No headline: load above the cores (3.45 before, 2.00 after on 2 cores)." in text
+    assert "Results" not in text
+    rec["load_before"] = None
+    assert "No headline: load not recorded." in scale.prepare_section(rec)
+
+
+def metrics_record(load: float) -> dict:
+    suite = [{"set": "A", "task": "sst", "examples": 100, "headline": "em", "value": 50.0, "seconds": [1.0, 3.0]},
+             {"set": "B", "task": "srl", "examples": 100, "headline": "nf1", "value": 40.0, "seconds": [2.0, 2.0]}]
+    rouge = {"pairs": 100, "words_per_pair": 10.0, "same_scores_1_and_2_processes": True,
+             "seconds": {"direct": [8.0, 10.0], "one": [4.0, 4.0], "two": [3.0, 5.0]}}
+    return {**base("python -m bench.metrics"), "load_before": [load, 1.0, 1.0], "suite": suite, "rouge": rouge}
+
+
+def test_the_metrics_use_the_medians_of_the_repeats():
+    text = scale.metrics_section(metrics_record(1.0))
+    assert "200 real examples scored in 4.00 s (the sum of each set's median time; of the fastest and of the " \
+           "slowest repeats 3.00-5.00 s)" in text
+    assert "| A | sst | 100 | em | 50.00 | 1.000, 3.000 | 50 |" in text
+    assert "ROUGE with 2 processes runs at 1.00x one process (2.25x calling rouge-score directly), from the " \
+           "medians" in text
+    assert "Results (medians of the repeats):" in text
+    assert "No headline: load above the cores" in scale.metrics_section(metrics_record(3.5))
 
 
 def test_ray_figures_give_the_fixed_seconds_range_over_the_ray_runs():
@@ -51,10 +83,28 @@ def test_ray_figures_give_the_fixed_seconds_range_over_the_ray_runs():
            "ratios": {"time_per_token_ray1_vs_plain1": 100 / 97, "ray2_vs_ray1": 140 / 97, "plain2_vs_plain1": 1.5,
                       "ray2_vs_best_plain": 140 / 150}}
     text = scale.ray_section(rec, None)
+    assert "Results (one run, no repeat):" in text
     assert "1.03x a plain 1-thread loop's time per token, plus 21.0-28.4 s fixed" in text
     assert "2 workers: 1.44x one worker. A plain loop gets 1.50x" in text
     assert "| ray, 2 workers | 140 | 1.40x | 45.0 | 28.4 |" in text
     assert "Not rerun: `bench.ray_scaling --precision bf16`" in text
+
+
+def test_a_loaded_ray_run_gives_no_bold_headline():
+    def setup(tps):
+        return {"tokens_per_s": tps, "wall_s": 10.0, "fixed_s": 1.0}
+    rec = {**base("python -m bench.ray_scaling --precision bf16"),
+           "settings": {"tasks": ["sst"], "data": "real", "dimension": 200, "budget": 10000, "iterations": 24,
+                        "precision": "bf16"},
+           "results": {"plain loop, 1 thread": setup(100.0), "ray, 2 workers": setup(59.0)},
+           "ratios": {"ray2_vs_best_plain": 0.59, "ray2_vs_ray1": 0.78, "plain2_vs_plain1": 0.11}}
+    assert "**0.59x the best plain loop**" in scale.ray_section(None, rec)
+    rec["load_after"] = [4.18, 3.9, 3.6]
+    text = scale.ray_section(None, rec)
+    assert "**" not in text.split("In bf16")[1].replace("**Date:**", "").replace("**Machine:**", "").replace(
+        "**Command:**", "").replace("**Setup:**", "")
+    assert "No headline: one run; load above the cores during it (1.50 before, 4.18 after on 2 cores): not a " \
+           "measure of scaling" in text and "reaches 0.59x the best plain loop" in text
 
 
 def serve_record(uvicorn_qps: float, ray_qps: float, same: bool = True) -> dict:
