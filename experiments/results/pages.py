@@ -28,8 +28,8 @@ GENERATED = {
     "docs/results/scale.md": "experiments.results.scale",
     "docs/results/serve_fairness.md": "experiments.results.serve_fairness",
     # rendered by the module's render_page(page) from the record beside the page (<page>.json)
-    "docs/results/profiles/lstm_paths.md": "bench.lstm_paths",
-    "docs/results/profiles/lstm_paths_intel_xeon.md": "bench.lstm_paths",
+    "docs/results/profiles/lstm_paths.md": "experiments.results.lstm_paths",
+    "docs/results/profiles/lstm_paths_intel_xeon.md": "experiments.results.lstm_paths",
 }
 PENDING: dict[str, str] = {}  # none now: every page is generated
 
