@@ -83,9 +83,14 @@ class Components:
     residual: float
 
     def variance(self, seeds: float, clusters: float, examples: float) -> float:
-        """The variance of the mean over `seeds` a side and `examples` in `clusters` (module docstring)."""
-        return (self.seed / seeds + self.between / clusters + self.within / examples
-                + self.residual / (seeds * examples))
+        """The variance of the mean over `seeds` a side and `examples` in `clusters` (module docstring; at least
+        0 where a negative `between` outweighs the rest)."""
+        return max(0.0, self.seed / seeds + self.between / clusters + self.within / examples
+                   + self.residual / (seeds * examples))
+
+    def examples_variance(self, clusters: float, examples: float) -> float:
+        """The examples' part of the variance of the mean, which no count of seeds lowers (at least 0)."""
+        return max(0.0, self.between / clusters + self.within / examples)
 
     def se(self, seeds: float, clusters: float, examples: float) -> float:
         return math.sqrt(self.variance(seeds, clusters, examples))
@@ -129,7 +134,9 @@ def components(a: np.ndarray, b: np.ndarray | None = None,
         msb = float(np.sum(sizes * (means - effect.mean()) ** 2) / (count - 1))
         msw = float(np.sum((effect - means[codes]) ** 2) / (n - count))
         m0 = (n - np.sum(sizes ** 2) / n) / (count - 1)
-        between, within = max(0.0, (msb - msw) / m0), max(0.0, msw - noise)
+        between, within = (msb - msw) / m0, max(0.0, msw - noise)  # between < 0: clusters whose examples err
+        # in opposite directions (an MWSC schema's two sentences have opposite answers) vary less than their
+        # examples do; cut at 0 it would overstate the noise of a mean (the sum stays >= 0: `variance`)
     return Components(sum(s for s, _ in parts), between, within, sum(r for _, r in parts))
 
 
@@ -154,5 +161,5 @@ def clusters_needed(parts: Components, effect: float, seeds: float, per_cluster:
     room = _target_variance(effect, alpha, power) - parts.seed / seeds
     if room <= 0:
         return None
-    per = parts.between + (parts.within + parts.residual / seeds) / per_cluster
+    per = max(0.0, parts.between + (parts.within + parts.residual / seeds) / per_cluster)
     return max(1, math.ceil(per / room))

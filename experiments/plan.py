@@ -69,8 +69,7 @@ def measured_example_variance(a, b, clusters) -> float:
     """The examples' variance of the mean change b - a from the runs' per-example records (clustered)."""
     parts = components(a.values[:, :, 0], b.values[:, :, 0], clusters)
     n = a.n
-    count = n if clusters is None else len(set(clusters))
-    return parts.between / count + parts.within / n
+    return parts.examples_variance(n if clusters is None else len(set(clusters)), n)
 
 
 def design_mde(seed_var: float, example_var: float, seeds: int, sides: int = 2) -> float:
@@ -89,8 +88,12 @@ def plan_step(seed_var: float, example_var: float, target: float, sides: int = 2
 
 
 def entry(table: str, name: str, task: str, target: float, paper: float | None, seed_cells, seed_var_of,
-          example_var: float, example_from: str, n: int, rising: bool, iterations: int, sides: int = 2) -> dict:
-    """One step's plan with what it was read from (`sides` 1: one side's mean against a fixed floor)."""
+          example_var: float, example_from: str, n: int, rising: bool | None, iterations: int, sides: int = 2,
+          at_floor: bool = False) -> dict:
+    """One step's plan with what it was read from (`sides` 1: one side's mean against a fixed floor). The budget
+    is doubled where a side still rose, where that is unknown (no curve kept) and where a side's every run lies
+    at or under its floor while the paper's figure is above it (`at_floor`, `undertrained`: at that budget its
+    verdict would be "not tested" however many seeds)."""
     seed_var = pooled_variance(seed_cells)
     if seed_var is None:
         raise records.RecordError(f"{table} {name}: no two seeds of any cell of {task} differ; run a second seed "
@@ -99,8 +102,8 @@ def entry(table: str, name: str, task: str, target: float, paper: float | None, 
     return {"table": table, "step": name, "task": task, "paper": paper, "target": round(abs(target), 2),
             "seeds_now": min(len(c) for c in seed_var_of), "seed_sd": round(math.sqrt(seed_var), 3),
             "example_sd_of_mean": round(math.sqrt(example_var), 3), "example_variance_from": example_from,
-            "examples": n, "rising": rising, "iterations_now": iterations,
-            "iterations": iterations * (2 if rising else 1), **{k: (round(v, 2) if isinstance(v, float) else v)
+            "examples": n, "rising": rising, "at_floor": at_floor, "iterations_now": iterations,
+            "iterations": iterations * (1 if rising is False and not at_floor else 2), **{k: (round(v, 2) if isinstance(v, float) else v)
                                                                   for k, v in found.items()}}
 
 
@@ -119,9 +122,20 @@ def one_side_example_part(record_name: str, names: list, task: str, mean: float,
     values, clusters = examples.side([examples.load(record_name, r) for r in names], task)
     if values is not None and values.kind == "mean":
         parts = components(values.values[:, :, 0], None, clusters)
-        count = n if clusters is None else len(set(clusters))
-        return parts.between / count + parts.within / n, "measured (per-example records)"
+        return parts.examples_variance(n if clusters is None else len(set(clusters)), n), \
+            "measured (per-example records)"
     return mean * (100.0 - mean) / n, ASSUMED_ONE_SIDE
+
+
+def undertrained(runs: Sequence[float], floor: float, paper: float) -> bool:
+    """Whether no run of a side got above its floor where the paper's figure lies above it: more iterations first
+    (where the paper itself is at the floor, as on MWSC, more of them are not expected to lift it)."""
+    return max(runs) <= floor < paper
+
+
+def either(rising: Sequence[bool | None]) -> bool | None:
+    """Whether a step's sides still rose: True if one did, None if unknown for one (and none did), else False."""
+    return True if True in rising else None if None in rising else False
 
 
 def table2_steps(record: dict, floors: dict) -> list[dict]:
@@ -134,9 +148,11 @@ def table2_steps(record: dict, floors: dict) -> list[dict]:
             sides = (cells[i], cells[i + 1])
             names = tuple([r.get("name") for r in table2.runs_of(record, task, v)] for v in (before, after))
             var, source = example_part("table2", names, task, [statistics.mean(s) for s in sides], n)
-            rising = any(table2.rising(record, task, v) for v in (before, after))
+            rising = either([table2.rising(record, task, v) for v in (before, after)])
+            low = any(undertrained(side, floors[task]["floor"], table2.PAPER[task][j])
+                      for side, j in zip(sides, (i, i + 1)))
             out.append(entry("table2", f"{table2.NAMES[before]} → {table2.NAMES[after]}", task, paper, paper, cells,
-                             sides, var, source, n, rising, table2.iterations(record, task)[1]))
+                             sides, var, source, n, rising, table2.iterations(record, task)[1], at_floor=low))
     return out
 
 
@@ -155,8 +171,11 @@ def table3_steps(record: dict, floors: dict) -> list[dict]:
         cells = [table3.scores(record, s, task) for s in table3.STRATEGIES]
         sides = (table3.scores(record, "fully_joint", task), table3.scores(record, strategy, task))
         rising = any(table3.rising(record, s, task) for s in ("fully_joint", strategy))
+        bound = table3.floor(floors, task) if task != "sum" else None
+        low = bound is not None and any(undertrained(side, bound, table3.PAPER[s][task])
+                                        for side, s in zip(sides, ("fully_joint", strategy)))
         out.append(entry("table3", text, task, paper, paper, cells, sides, var, source,
-                         sum(floors[t]["examples"] for t in tasks), rising, record["iterations"]))
+                         sum(floors[t]["examples"] for t in tasks), rising, record["iterations"], at_floor=low))
     return out
 
 

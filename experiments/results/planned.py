@@ -19,6 +19,13 @@ def cell(step: dict) -> str:
     return said
 
 
+def budget_note(step: dict) -> str:
+    """Why the plan doubled a step's budget: ' (rising)', ' (rising unknown)', ' (at its floor)'."""
+    said = {True: ["rising"], None: ["rising unknown"], False: []}[step["rising"]]
+    said += ["at its floor"] if step.get("at_floor") else []
+    return f" ({'; '.join(said)})" if said else ""
+
+
 def section(table_name: str, plan: dict | None = None) -> str:
     """The plan's table for one page."""
     plan = plan or records.load("plan")
@@ -29,7 +36,7 @@ def section(table_name: str, plan: dict | None = None) -> str:
         measured = s["example_variance_from"].startswith("measured")
         rows.append([s["task"], s["step"], str(s["seeds_now"]), num(s["seed_sd"], 2),
                      num(s["example_sd_of_mean"], 2) + ("" if measured else " (assumed)"),
-                     f"{s['iterations_now']:,}" + (" (rising)" if s["rising"] else ""), cell(s)])
+                     f"{s['iterations_now']:,}" + budget_note(s), cell(s)])
     of = "the renamed mean" if table_name == "zero_shot" else "the mean change"
     return table(["task", "step", "seeds now", "seed sd (pooled)", f"examples' sd of {of}",
                   "iterations now", "planned"], rows, "llrrrrl")

@@ -144,3 +144,19 @@ def test_unequal_contexts_count_as_fewer_equal_ones():
 def test_the_standard_error_of_an_interval_gives_its_mde():
     from eval.stats import Interval
     assert power.se_of(Interval(1.0, 1.0 - 1.959964 * 2.0, 1.0 + 1.959964 * 2.0)) == pytest.approx(2.0, rel=1e-6)
+
+
+def test_pairs_that_err_in_opposite_directions_make_a_mean_vary_less_not_more():
+    """MWSC-like clusters: each schema's two sentences have opposite answers, so a model that leans to one answer
+    gets one of the two right (the cluster's mean is 50 whatever it leans to). The between-cluster component is
+    negative, and the examples' variance of the mean is the variance of the cluster means (about 0 here), not the
+    variance of the single examples (cut at 0, the between part would give 2,500 / 82 per side)."""
+    rng = np.random.default_rng(3)
+    lean = rng.integers(0, 2, (5, 41)) * 100.0  # each seed's answer to each schema's first sentence
+    a = np.stack([lean, 100.0 - lean], axis=2).reshape(5, 82)  # the second sentence: the other answer
+    codes = np.repeat(np.arange(41), 2)
+    parts = power.components(a, None, codes)
+    assert parts.between < 0 and parts.examples_variance(41, 82) == pytest.approx(0.0, abs=1e-9)
+    assert parts.variance(5, 41, 82) >= 0
+    cluster_means = a.mean(axis=0).reshape(41, 2).mean(axis=1)
+    assert float(cluster_means.var(ddof=1)) == pytest.approx(0.0)

@@ -87,3 +87,17 @@ def test_the_committed_plan_is_the_records_plan_and_reaches_every_page():
 def test_a_task_whose_seeds_never_differ_is_refused():
     with pytest.raises(records.RecordError, match="no two seeds"):
         plan.entry("table2", "s", "sst", 1.0, 1.0, [[80.0, 80.0]], [[80.0, 80.0]], 0.0, "x", 10, False, 100)
+
+
+def test_a_budget_is_doubled_where_a_curve_rose_its_rise_is_unknown_or_a_side_never_beat_its_floor():
+    """Rising (True), unknown (None: no curve kept) and undertrained (every run at or under the floor while the
+    paper's figure is above it) each double the iterations; the page says which."""
+    common = ("table2", "s", "sst", 1.0, 1.0, [[80.0, 81.0]], [[80.0, 81.0]], 0.0, "x", 10)
+    assert plan.entry(*common, False, 100)["iterations"] == 100
+    for rising, low, note in ((True, False, " (rising)"), (None, False, " (rising unknown)"),
+                              (False, True, " (at its floor)")):
+        step = plan.entry(*common, rising, 100, at_floor=low)
+        assert step["iterations"] == 200 and planned.budget_note(step) == note
+    assert plan.either([False, None]) is None and plan.either([None, True]) is True and not plan.either([False])
+    assert plan.undertrained([7.3, 8.6], 9.6, 75.0) and not plan.undertrained([47.8, 49.0], 50.0, 46.3)
+    assert not plan.undertrained([9.0, 10.1], 9.6, 75.0)
