@@ -13,6 +13,13 @@ the same clusters for both sides: they share their examples. Without cluster ids
 cluster (eval.stats's resampling). A side of a single run has no seed level to resample: its interval is
 over the examples alone.
 
+With a handful of seeds the percentile interval is too narrow on two counts: resampling S runs with replacement
+sees (S - 1) / S of their variance, and its quantiles are the normal's where the seed level has S - 1 degrees of
+freedom. `few_seeds` corrects both: the seeds' variance of the mean from the runs' own metrics (unbiased), the
+degrees of freedom of the sum of the seed and example parts by Welch-Satterthwaite, and the percentile interval
+widened about its point by t / z and the standard errors' ratio (so it keeps its asymmetry); a difference's
+p-value is then Student's t at those degrees of freedom, as its interval is.
+
 Runs whose per-example statistics are gone get eval.stats's interval over the seeds alone, labelled
 `SEED_ONLY` so that no page passes it off as the two-level interval; runs that all agree get an unbounded one
 (two identical seeds show no spread, which is not evidence of no noise).
@@ -21,13 +28,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Hashable, Sequence
 
 import numpy as np
 
 from eval.examples import metric_from_sums
 from eval.stats import (LEVEL, REPLICATES, Interval, Sample, bootstrap_p, percentile_interval,
-                        paired_replicates, seed_difference, seed_interval, seed_weights, welch_p)
+                        paired_replicates, seed_difference, seed_interval, seed_weights, t_quantile_at,
+                        t_two_sided_p, welch_p)
 
 CLUSTERED = "clustered two-level bootstrap"
 TWO_LEVEL = "two-level bootstrap"  # no shared contexts: every example its own cluster
@@ -38,8 +47,9 @@ METHODS = (CLUSTERED, TWO_LEVEL, SEED_ONLY)
 @dataclass(frozen=True)
 class Estimate:
     """An interval with how it was made: `p` the two-sided p-value of "the difference is 0" (None for one
-    side's mean), `se` the standard error (the replicates' sd; the t test's for `SEED_ONLY`), `method` one of
-    METHODS, `df` the t test's degrees of freedom (`SEED_ONLY`; None for the bootstrap)."""
+    side's mean), `se` the standard error (the seeds' and the examples' parts: `few_seeds`; the t test's for
+    `SEED_ONLY`), `method` one of METHODS, `df` the degrees of freedom of `se` (inf: no seed level, many
+    clusters; None: unbounded)."""
 
     interval: Interval
     p: float | None
@@ -110,6 +120,41 @@ def clustered_replicates(samples: Sequence[Sample], codes: np.ndarray, replicate
                              values=replicate_values)
 
 
+def seed_part(sample: Sample) -> tuple[float, int]:
+    """(the seeds' variance of the side's mean, its degrees of freedom S - 1): the runs' metrics on all examples,
+    their unbiased variance over S; (0, 0) for a single run, which has no seed level."""
+    if sample.runs < 2:
+        return 0.0, 0
+    per_run = metric_from_sums(sample.kind, sample.values.sum(axis=1), sample.n)
+    return float(np.var(per_run, ddof=1)) / sample.runs, sample.runs - 1
+
+
+def few_seeds(point: float, reps: np.ndarray, samples: Sequence[Sample], clusters: int,
+              level: float) -> tuple[Interval, float, float]:
+    """(the interval, the standard error, the degrees of freedom) of a two-level estimate over `samples` (one
+    side, or the two of a difference) from its bootstrap replicates `reps`, corrected for few seeds (module
+    docstring): the seeds' part from their own spread, the examples' part what the replicates hold beyond the
+    seeds' share they saw, t quantiles at the parts' Welch-Satterthwaite degrees of freedom. The interval stays
+    within what the metric (0..100) allows: a side's in [0, 100], a difference's in [-100, 100]."""
+    boot = float(reps.var(ddof=1)) if len(reps) > 1 else 0.0
+    parts = [seed_part(s) for s in samples]
+    seen = sum(v * d / (d + 1) for v, d in parts if d)  # what resampling S runs sees of their variance
+    examples = max(0.0, boot - seen)
+    total = examples + sum(v for v, d in parts if d)
+    shares = sum(v * v / d for v, d in parts if d) + (examples ** 2 / (clusters - 1) if clusters > 1 else 0.0)
+    df = total ** 2 / shares if shares > 0 else math.inf
+    found = percentile_interval(point, reps, level)
+    if boot <= 0 or total <= 0:
+        return found, math.sqrt(max(total, 0.0)), df
+    q = 0.5 + level / 2.0
+    k = math.sqrt(total / boot) * (1.0 if math.isinf(df) else
+                                   t_quantile_at(q, max(1, math.floor(df))) / NormalDist().inv_cdf(q))
+    top = 100.0
+    bottom = 0.0 if len(samples) == 1 else -top
+    low, high = max(bottom, point - (point - found.low) * k), min(top, point + (found.high - point) * k)
+    return Interval(point, low, high), math.sqrt(total), df
+
+
 def _method(clusters) -> str:
     return TWO_LEVEL if clusters is None else CLUSTERED
 
@@ -126,9 +171,10 @@ def side(sample: Sample | None, clusters: Sequence[Hashable] | None = None, *, s
         return Estimate(seed_interval(x), None, float(x.std(ddof=1) / math.sqrt(len(x))), SEED_ONLY, len(x) - 1.0)
     run_rng, example_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     seeds = [seed_weights(run_rng, sample.runs, replicates)]
-    reps = clustered_replicates([sample], cluster_codes(clusters, sample.n), replicates, example_rng, seeds)[0]
-    return Estimate(percentile_interval(sample.point(), reps, level), None, float(reps.std(ddof=1)),
-                    _method(clusters))
+    codes = cluster_codes(clusters, sample.n)
+    reps = clustered_replicates([sample], codes, replicates, example_rng, seeds)[0]
+    found, se, df = few_seeds(sample.point(), reps, [sample], int(codes.max()) + 1, level)
+    return Estimate(found, None, se, _method(clusters), df)
 
 
 def _seed_only_difference(a: Sequence[float], b: Sequence[float]) -> Estimate:
@@ -152,7 +198,9 @@ def difference(a: Sample | None, b: Sample | None, clusters: Sequence[Hashable] 
         return _seed_only_difference(*seed_values)
     run_rng, example_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     seeds = [seed_weights(run_rng, a.runs, replicates), seed_weights(run_rng, b.runs, replicates)]
-    reps = clustered_replicates([a, b], cluster_codes(clusters, a.n), replicates, example_rng, seeds)
-    delta = reps[1] - reps[0]
-    return Estimate(percentile_interval(b.point() - a.point(), delta, level), bootstrap_p(delta),
-                    float(delta.std(ddof=1)), _method(clusters))
+    codes = cluster_codes(clusters, a.n)
+    reps = clustered_replicates([a, b], codes, replicates, example_rng, seeds)
+    delta, point = reps[1] - reps[0], b.point() - a.point()
+    found, se, df = few_seeds(point, delta, [a, b], int(codes.max()) + 1, level)
+    p = t_two_sided_p(abs(point) / se, df) if se > 0 and math.isfinite(df) else bootstrap_p(delta)
+    return Estimate(found, p, se, _method(clusters), df)

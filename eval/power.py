@@ -55,7 +55,7 @@ def mde(se: float, alpha: float = ALPHA, power: float = POWER, df: float | None 
     """The minimum detectable effect (Bloom 1995): (q_{1-alpha/2} + q_{power}) * se, q the normal's quantiles,
     or Student's t with `df` degrees of freedom when given (few seeds), rounded down as the intervals'
     eval.stats.t_quantile rounds them: an MDE is then never less than the interval it is judged with can see."""
-    if df is None:
+    if df is None or math.isinf(df):
         return (NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)) * se
     df = max(1, math.floor(df))
     return (t_quantile_at(1 - alpha / 2, df) + t_quantile_at(power, df)) * se
