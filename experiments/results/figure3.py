@@ -80,6 +80,8 @@ def renamed_lines(record: dict, floors: dict) -> str:
     lines = []
     for task, found in record["renamed"].items():
         shares = ", ".join(f"{v}% from the {s}" for s, v in found["share"].items())
+        rest = 100 - sum(found["share"].values())
+        shares += f" (the other {rest}% not recorded)" if rest > 0.5 else ""
         floor = floors[task]["floor"]
         where = "at or below" if at_floor(Interval(found["em"], found["em"], found["em"]), floor) else "above"
         lines.append(f"- {zero_shot.RENAMED[task]}: {shares}; EM {num(found['em'])}, {where} its {num(floor)} "
@@ -93,6 +95,33 @@ def group_means(name: str, record: dict | None = None) -> dict[str, str]:
     found = zero_shot.models(group)
     return {"models": f"{len(found)} model{'s' if len(found) != 1 else ''}",
             **{t: mean_sd([m[t]["em"] for _, m in found]) for t in zero_shot.RENAMED}}
+
+
+REASONS = {"not tested": "the renamed interval reaches the floor", "fails": "the renamed interval lies wholly below "
+           "the floor"}
+
+
+def zero_shot_verdicts(record: dict, floors: dict) -> dict[tuple[str, str], str]:
+    """{(group, renamed task): its verdict on zero_shot.md} (the six rows judged together, as there)."""
+    _, heads = zero_shot.verdicts(record["groups"], floors)
+    return dict(zip([(g["name"], t) for g in record["groups"] for t in zero_shot.RENAMED], heads))
+
+
+def verdict_note(name: str, record: dict, floors: dict, verdicts: dict) -> str:
+    """A group's zero_shot.md verdicts on the two renamings, and how many of its models give one answer to every
+    review (those score the class share of that answer, the floor or under it)."""
+    found = [verdicts[(name, t)] for t in zero_shot.RENAMED]
+    said = (f"zero_shot.md's verdict: **{found[0]}** on both" if len(set(found)) == 1 else
+            "zero_shot.md's verdicts: " + " and ".join(f"**{v}**" for v in found))
+    said += f", {REASONS[found[0]]}" if len(set(found)) == 1 and found[0] in REASONS else ""
+    models = zero_shot.group_named(record["groups"], name)
+    ones = [sum(bool(m[t]["top answers"]) and m[t]["top answers"][0][1] == floors[t]["examples"] for _, m in models)
+            for t in zero_shot.RENAMED]
+    if not any(ones):
+        return said + "; no model gives one answer to every review"
+    counts = [f"{k} on {n.replace(' / ', '/')}" for k, n in zip(ones, zero_shot.RENAMED.values())]
+    plural = "s" if len(models) != 1 else ""
+    return said + f"; of its {len(models)} model{plural}, one answer to every review: {' and '.join(counts)}"
 
 
 def renamed_floors(floors: dict) -> str:
@@ -110,6 +139,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     record = record or records.load("figure3")
     floors = floors if floors is not None else records.floors()
     alone, mwsc = group_means("SST alone"), group_means("SST + MWSC")
+    shot = records.load("zero_shot")
+    verdicts = zero_shot_verdicts(shot, floors)
     same = sum(max(SOURCES, key=lambda s: t["share"][s]) == t["paper"] for t in record["tasks"].values())
     return {"date": record["date"], "commit": record["commit"], "source": record["source"],
             "machine": records.describe_machine(record["machines"]["cpu2"]), "command": record["command"],
@@ -118,7 +149,9 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
             "sources": source_sentence(record), "alone_ha": alone["sst.happy_angry"],
             "alone_su": alone["sst.supportive_unsupportive"], "mwsc_ha": mwsc["sst.happy_angry"],
             "mwsc_su": mwsc["sst.supportive_unsupportive"], "alone_models": alone["models"],
-            "mwsc_models": mwsc["models"], "renamed_floors": renamed_floors(floors)}
+            "mwsc_models": mwsc["models"], "renamed_floors": renamed_floors(floors),
+            "alone_verdicts": verdict_note("SST alone", shot, floors, verdicts),
+            "mwsc_verdicts": verdict_note("SST + MWSC", shot, floors, verdicts)}
 
 
 def index_values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:

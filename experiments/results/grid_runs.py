@@ -8,8 +8,9 @@ session's export to the pages, as experiments/results/runs.py is for Table 2's r
 
 A Table 3 run is an experiments/single_task.py folder of the five tasks (curve.json with every task's headline
 at each point, its phases): its record run holds the scores of the best model (by the sum of the five
-headlines, the one whose per-example record examples.json.gz is kept), each task's curve and whether it still
-rises. A zero-shot run is a folder whose best model answered the renamed SST questions (grid.sh's `renamed`:
+headlines, the one whose per-example record examples.json.gz is kept; `cell` "best"), each task's curve and
+whether it still rises; a Table 3 record whose runs would mix such cells with older last-round ones is refused.
+A zero-shot run is a folder whose best model answered the renamed SST questions (grid.sh's `renamed`:
 zero_shot.json.gz per example and zero_shot_figures.json, `keep_renamed` below); its group in
 docs/results/records/zero_shot.json (by the folder's task; five tasks: Table 3's group) is replaced by the
 folders given, their figures written to the group's record file and their per-example records beside it.
@@ -83,6 +84,7 @@ def table3_run(folder: Path, base: dict) -> dict:
             "curves": curves, "mlflow_run": None,
             "phases": "; ".join(v for _, v in sorted(run.get("phases", {}).items())) or strategy,
             "scores": {t: round(best["headlines"][t], 1) for t in table3.TASKS}, "best_iteration": best["iteration"],
+            "cell": "best", "val_every": points[1]["iteration"] - points[0]["iteration"] if len(points) > 1 else None,
             "still_rising": {t: still_rising(c) for t, c in curves.items()},
             "phase_iterations": int(overrides_of(run).get("train.phase_iterations", 0)) or None}
 
@@ -97,10 +99,14 @@ def add_table3(folders: list[Path], bases: list[dict], machine: str, described: 
     record = json.loads(path.read_text(encoding="utf-8"))
     names = {r["name"] for r in new}
     record["runs"] = [r for r in record["runs"] if r["name"] not in names] + new
+    table3.cell_kind(record)  # a record mixing the grid's best models with older last-round cells is refused
     record["machines"][machine] = described
     budgets = {(r.get("iterations"), r.get("phase_iterations")) for r in record["runs"]}
     if len(budgets) == 1:  # every run of the record now from the grid, at one budget: the page says it
         record["iterations"], record["phase_iterations"] = budgets.pop()
+        every = {r.get("val_every") for r in record["runs"]}
+        record["val_every"] = every.pop() if len(every) == 1 else None
+        record["val_every_source"] = "the runs' curves (iterations between validations)"
         record["date"] = time.strftime("%Y-%m-%d", time.gmtime())  # the day the runs came back
         record["what"] = ("Table 3 in miniature (issue 45 grid): the best model of each run (by the sum of the five "
                           "headlines) and its per-example record")

@@ -4,7 +4,7 @@ task's floor (records/floors.json) and eval/verdict.py's verdict on each joint-a
 single-task curve is read at the joint run's own batches, interpolated as issue10.matched does."""
 from __future__ import annotations
 
-from experiments.results import records
+from experiments.results import glove, records
 from experiments.results.issue10 import matched
 from experiments.results.render import floor_cell, floor_of, judge, num, rising_until, table
 
@@ -98,11 +98,31 @@ def recipe_facts(recipe: dict, floors: dict) -> dict[str, str]:
             "recipe_mwsc_end": num(end[-1]), "recipe_end_iteration": f"{end[0]:,}", "mwsc_floor": num(floor)}
 
 
+def setup_facts(early: dict, recipe: dict) -> dict[str, str]:
+    """The machine, the Ray workers, and the earlier runs' model and optimizer settings, as the records hold them
+    (`model_defaults`: params.yaml's at the runs' commits, from git history; else not recorded)."""
+    joint = early["runs"]["fully_joint"]["overrides"]
+    workers = {glove.workers_text(r["runs"]) for r in (early, recipe)}
+    model = early.get("model_defaults") or {}
+    init = model.get("embedding_init")
+    return {"machine": glove.machine_text(early) if glove.machine_text(early) == glove.machine_text(recipe) else
+            f"earlier settings: {glove.machine_text(early)}; the recipe: {glove.machine_text(recipe)}",
+            "workers": workers.pop() if len(workers) == 1 else "; ".join(glove.workers_text(r["runs"])
+                                                                          for r in (early, recipe)),
+            "early_d": str(model.get("dimension", "not recorded")),
+            "early_init": f"trained embeddings initialised from {init}" if init else
+                          "embeddings whose initialisation was not recorded",
+            "early_model_from": "the defaults at the runs' commits, from git history: multitask.json's `model_defaults`"
+                                if model else "not recorded", "early_lr": f"{joint['train.lr']:g}",
+            "early_tokens": f"{joint['train.token_budget']:,}"}
+
+
 def values(floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/multitask.md."""
     floors = floors if floors is not None else records.floors()
     early, recipe = records.load("multitask"), records.load("multitask_recipe")
     return {"early_table": results_table(early, floors), "recipe_table": results_table(recipe, floors),
             **joint_facts(early, "early"), **joint_facts(recipe, "recipe"), **recipe_facts(recipe, floors),
+            **setup_facts(early, recipe),
             "early_date": early["date"], "early_commit": early["commit"], "recipe_date": recipe["date"],
             "recipe_commit": recipe["commit"]}

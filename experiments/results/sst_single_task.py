@@ -36,7 +36,6 @@ def values(record: dict | None = None, baseline: dict | None = None, floors: dic
     floors = floors if floors is not None else records.floors()
     curve, best, final = record["curve"], record["best"], record["final"]
     majority = floors["sst"]["floors"]["constant answer"]
-    plateau = [p[0] for p in curve if abs(p[2] - majority) < 0.05 or p[2] < majority]
     over = [p for p in curve if p[2] >= TARGET]
     linear_table, linear_best = linear(baseline)
     run = baseline["runs"][0]
@@ -44,10 +43,12 @@ def values(record: dict | None = None, baseline: dict | None = None, floors: dic
             "final": num(final["em"]), "final_iteration": f"{final['iteration']:,}",
             "final_minutes": num(final["minutes"]), "budget": num(record["minutes_budget"], 0),
             "target": num(TARGET, 0), "target_minutes": num(TARGET_MINUTES, 0), "reached": reached(best),
-            "date": record["date"], "commit": record["commit"], "majority": num(majority), "plateau_end": f"{max(plateau):,}",
+            "date": record["date"], "commit": record["commit"], "majority": num(majority),
+            "plateau": glove.plateau(curve, majority),
             "at_600": at(curve, 600), "at_1000": at(curve, 1000), "over_count": str(len(over)),
             "over_first": f"{over[0][0]:,}", "over_last": f"{over[-1][0]:,}", "validations": str(len(curve)),
-            "after_best": glove.after_best(curve),
+            "after_best": glove.after_best(curve), "machine": glove.machine_text(record),
+            "workers": glove.workers_text({"the run": record}), "linear_settings": str(len(run["scores"])),
             "linear_table": linear_table, "linear_best": linear_best, "linear_date": baseline["date"],
             "linear_machine": records.describe_machine(baseline["machines"]["this"]),
             "linear_minutes": num(run["minutes"]), "linear_load": run["load"], "linear_commit": run["commit"]}

@@ -178,6 +178,35 @@ def sst_runs(record: dict) -> str:
     return table(["run", "best EM (iteration)", "minutes to best / of the run", "machine"], rows, "llrl")
 
 
+GRID_EXPORT = "/tmp/grid-export"  # where experiments/grid.sh's runs were exported (its EXPORT)
+
+
+def commands(record: dict) -> str:
+    """The page's command block, from which runs kept a per-example record (experiments/grid.sh writes one for
+    every run; experiments/table2.sh none): table2.sh for the others' tasks, and per machine the grid and the
+    import of its export."""
+    older: dict = {}
+    grid: dict = {}
+    for r in record["runs"]:
+        kept = (examples.DIR / "table2" / f"{r['name']}.json.gz").is_file()
+        (grid.setdefault(r["machine"], {}) if kept else older).setdefault(r["task"], None)
+    lines = []
+    if older:
+        lines += [f"bash experiments/table2.sh   # {words([TASKS[t].split(' (')[0] for t in older])}: "
+                  "4 variants x the seeds in SEEDS",
+                  ".venv/bin/python -m experiments.results.runs table2 <run folders> --machine <key>"
+                  "   # into the record"]
+    for machine, tasks in grid.items():
+        env = "DEVICE=cuda" if record["machines"][machine].get("gpu") else "DEVICE=cpu PARALLEL=2"
+        lines += [f'{env} TABLES=table2 TASKS="{" ".join(tasks)}" GRID_OUT=checkpoints/grid EXPORT={GRID_EXPORT} \\',
+                  f"    bash experiments/grid.sh   # {words([TASKS[t].split(' (')[0] for t in tasks])} on `{machine}`: "
+                  "the plan's runs (docs/results/records/plan.json), each with its per-example record",
+                  f".venv/bin/python -m experiments.results.runs table2 "
+                  + " ".join(f"{GRID_EXPORT}/{t}-*" for t in tasks) + f" --machine {machine} \\",
+                  f"    --machine-file {GRID_EXPORT}/machine.json   # the grid's runs into the record"]
+    return "\n      ".join([*lines, "make results   # this page, from docs/results/records/table2.json"])
+
+
 def machine_check(record: dict) -> str:
     """The +QPtr SST seed-11 run here against the same command's run on another machine (the zero-shot
     page's model), when both are recorded."""
@@ -308,4 +337,5 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
         "plot_seeds": words(list(dict.fromkeys(plotted))) or "none",
         "machine_check": machine_check(record), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record),
         "mwsc_every": validation_points(record, "schema"), "sst_runs": sst_runs(record),
+        "commands": commands(record),
     }

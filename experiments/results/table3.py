@@ -18,6 +18,7 @@ PAGE = "docs/results/table3.md"
 TEMPLATE = "table3.md"
 STRATEGIES = ("fully_joint", "anti_curriculum", "curriculum")
 TASKS = ("squad_dev", "sst", "srl", "woz.en", "schema")
+CELLS = ("last", "best")  # a run's `cell`: its last validation round, or its best model over its validations
 LABELS = {"fully_joint": "fully joint", "anti_curriculum": "SQuAD first", "curriculum": "the curriculum"}
 NAMES = {"squad_dev": "squad_dev", "sst": "SST", "srl": "QA-SRL", "woz.en": "WOZ", "schema": "MWSC"}
 ROWS = {"fully_joint": "fully_joint", "anti_curriculum": "anti_curriculum_squad", "curriculum": "curriculum"}
@@ -31,11 +32,52 @@ FINDINGS = (("anti_curriculum", "sum", "SQuAD first beats fully joint (sum of th
 
 
 def scores(record: dict, strategy: str, task: str) -> list[float]:
-    """Each seed's last-round headline of `task` ("sum": of the five tasks) for `strategy`."""
+    """Each seed's cell of `task` ("sum": of the five tasks) for `strategy` (what a cell is: `cell_kind`)."""
     runs = [r for r in record["runs"] if r["strategy"] == strategy]
     if task == "sum":
         return [sum(r["scores"][t] for t in TASKS) for r in runs]
     return [r["scores"][task] for r in runs]
+
+
+def cell_kind(record: dict) -> str:
+    """What every run's cell is, by the run's `cell`: "last" (its last validation round) or "best" (its best model
+    over its validations, chosen on the rows that score it); a RecordError where a run lacks it or runs mix the two."""
+    kinds: dict = {}
+    for r in record["runs"]:
+        kinds.setdefault(r.get("cell"), []).append(r.get("name") or f"seed {r.get('seed')}")
+    unknown = [name for kind, names in kinds.items() if kind not in CELLS for name in names]
+    if unknown:
+        raise records.RecordError(f"table3.json: no `cell` ({' or '.join(CELLS)}) in run {', '.join(unknown)}")
+    if len(kinds) > 1:
+        raise records.RecordError(
+            "table3.json would mix last-round cells (" + ", ".join(kinds["last"]) + ") with best-of-validation cells ("
+            + ", ".join(kinds["best"]) + "): a table holds one kind; bring back every run of the grid, or remove the "
+            "older runs from the record first")
+    return next(iter(kinds))
+
+
+def cell_text(record: dict) -> dict[str, str]:
+    """The page's cell rule and the results table's heading, from `cell_kind`; a best model's count of
+    validations from the runs' curves."""
+    if cell_kind(record) == "last":
+        return {"cell_rule": f"a cell is each run's last validation round (iteration {record['iterations']:,}), as the "
+                             "paper reports the end of training",
+                "cell_head": "Last validation round, mean ± sd over the seeds."}
+    counts = sorted({len(r["curve"]) for r in record["runs"]})
+    n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    return {"cell_rule": f"a cell is each run's best model of its {n} validations, chosen by the sum of the five "
+                         "headlines on the same validation rows that score it: a best-of-validation figure, one run "
+                         "per seed, not the end of training the paper reports",
+            "cell_head": f"Each run's best model of its {n} validations (by the sum of the five headlines, on the rows "
+                         "that score it), mean ± sd over the seeds."}
+
+
+def validation_text(record: dict, floors: dict) -> str:
+    """How often and on which rows the runs validated: the record's `val_every`, the floors' rows."""
+    every = record.get("val_every")
+    when = f"every {every:,} iterations" if every else "at intervals not recorded"
+    return (f"Validation {when} on the first {floors['sst']['examples']} examples of each validation split "
+            f"(MWSC's {floors['schema']['examples']}), greedy")
 
 
 def rising(record: dict, strategy: str, task: str) -> bool:
@@ -225,8 +267,8 @@ def sums_bullet(record: dict, floors: dict, found: list) -> str:
     verdicts = {j.verdict for (_, task, _), j in found if task == "sum"}
     head = "**The sums are not a test either.**" if verdicts == {NOT_TESTED} else "**The sums.**"
     climb = rising_in(record, "woz.en")
-    return (f"{head} WOZ ends at {num(min(woz))}-{num(max(woz))} joint goal EM and was still climbing in {climb}"
-            + (", so where a run's last round falls on that climb decides its sum" if climb != "no run" else "")
+    return (f"{head} WOZ's cells lie at {num(min(woz))}-{num(max(woz))} joint goal EM and WOZ was still climbing in "
+            f"{climb}" + (", so where on that climb a run's cell was read decides its sum" if climb != "no run" else "")
             + f". SQuAD first's {num(gain['sum'], sign=True)} on the sum is MWSC's {num(gain['schema'], sign=True)} "
             f"and {num(gain['sum'] - gain['schema'], sign=True)} from the other four tasks together. "
             + (f"At or below their floors: {words(low)}. " if low else "No task is at or below its floor in any run. ")
@@ -250,7 +292,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
             "runs_table": runs_table(record), "rising_here": rising_here(record),
             "fair_budget": fair_budget(record, floors),
             "squad_bullet": squad_bullet(record, floors), "sums_bullet": sums_bullet(record, floors, found),
-            "val_rows": str(floors["sst"]["examples"])}
+            "val_rows": str(floors["sst"]["examples"]), "mwsc_rows": str(floors["schema"]["examples"]),
+            "validation": validation_text(record, floors), **cell_text(record)}
 
 
 def index_values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from statistics import mean
 
-from experiments.results import records
+from experiments.results import glove, records
 from experiments.results.render import floor_cell, floor_of, judge, num, table
 
 PAGE = "docs/results/transfer.md"
@@ -76,4 +76,5 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
             "loss_rnd": num(tail_loss(runs["random"]), 2), "date": record["date"], "commit": record["commit"],
             "verdict": said, "direction": "is seen here" if pre > rnd else "is not seen here", "ahead_from": f"{min(ahead):,}" if ahead else "-", "end": f"{end:,}",
             "max_bleu": num(max(p[-1] for r in runs.values() for p in r["curve"]), 2),
-            "run_pre": runs["pretrained"]["run"], "run_rnd": runs["random"]["run"]}
+            "run_pre": runs["pretrained"]["run"], "run_rnd": runs["random"]["run"],
+            "machine": glove.machine_text(record), "workers": glove.workers_text(runs)}

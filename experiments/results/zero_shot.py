@@ -3,6 +3,7 @@ JSON files (docs/results/zero_shot_*.json) and docs/results/records/zero_shot.js
 with eval/verdict.py's verdict on the paper's "only a small drop" for each group and renaming."""
 from __future__ import annotations
 
+from collections import Counter
 from statistics import mean
 
 from eval.steps import Step, judge_steps
@@ -143,6 +144,44 @@ def lean_text(groups: list[dict], name: str, floors: dict) -> str:
             + ". The further a model's share lies above the gold majority's, the more of its EM is the class balance.")
 
 
+def label_words(task: str) -> tuple[str, ...]:
+    """The renamed question's two label words: ('happy', 'angry') of sst.happy_angry."""
+    return tuple(task.split(".", 1)[1].split("_"))
+
+
+def label_first(figures: dict, task: str, n: int) -> float:
+    """The share of the `n` reviews whose answer starts with one of the question's two label words, counted over
+    the answers the figures keep (the most frequent): a lower bound."""
+    words = label_words(task)
+    return 100 * sum(k for a, k in figures[task]["top answers"] if a.split()[:1] and a.split()[0] in words) / n
+
+
+def label_first_text(groups: list[dict], name: str, floors: dict) -> str:
+    """Per model, the lower bound of its answers that start with a label word of the question, on each renaming;
+    and the group's most frequent answers that start with neither."""
+    found = group_named(groups, name)
+    kept = max(len(m[t]["top answers"]) for _, m in found for t in RENAMED)
+    per = [label + " " + " and ".join(f"≥ {num(label_first(m, t, floors[t]['examples']))}%" for t in RENAMED)
+           for label, m in found]
+    other: Counter = Counter()
+    for _, m in found:
+        for t in RENAMED:
+            other.update({a: k for a, k in m[t]["top answers"]
+                          if not (a.split()[:1] and a.split()[0] in label_words(t))})
+    top = ", ".join(f'"{a}" {k}' for a, k in other.most_common(3))
+    return (f"An answer that starts with one of the question's two label words takes, of the reviews "
+            f"({' and '.join(RENAMED.values())}): {'; '.join(per)} (lower bounds: the record keeps each model's "
+            f"{kept} most frequent answers). Their most frequent answers that start with neither label, over the "
+            f"{len(found)} models and both renamings: {top}.")
+
+
+def decoding(record: dict) -> str:
+    """Greedy decoding and its step limit, as the record holds it."""
+    steps = (record.get("decoding") or {}).get("max_answer_length")
+    limit = f"the model's {steps}-step limit" if steps else "the model's step limit (not recorded)"
+    return f"greedy, up to {limit} (`model.max_answer_length`); no task-specific length cap and no label list"
+
+
 def machines(record: dict) -> str:
     """Each group's machine (the record's `default_machine` for a group that names none)."""
     return "; ".join(f"{g['name']}: `{key}`, {records.describe_machine(record['machines'][key])}"
@@ -178,6 +217,8 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
     out["alone_su_near"] = near_trained(groups, "SST alone", "sst.supportive_unsupportive")
     out["mwsc_stops"] = stops_text(groups, "SST + MWSC")
     out["mwsc_lean"] = lean_text(groups, "SST + MWSC", floors)
+    out["t3_labels"] = label_first_text(groups, "Table 3 five-task models", floors)
+    out["decoding"] = decoding(record)
     return out
 
 

@@ -41,3 +41,28 @@ def test_the_renamed_means_give_their_model_count_once_and_the_floor(monkeypatch
     assert figure3.renamed_floors(floors) == "a 50.9 floor (constant answer) on both"
     floors["sst.happy_angry"] = {"floor": 52.0, "answerer": "constant answer"}
     assert figure3.renamed_floors(floors).startswith("floors of 52.0 (constant answer) on happy / angry and 50.9")
+
+
+def test_the_renamed_group_means_stand_beside_their_zero_shot_verdicts(monkeypatch):
+    """SST + MWSC's 57.9 and 54.7 were set beside the 50.9 floor with no verdict, while zero_shot.md judges both not
+    tested and 2 and 3 of its 6 models give one answer to every review."""
+    found = figure3.values()
+    assert found["mwsc_verdicts"] == ("zero_shot.md's verdict: **not tested** on both, the renamed interval reaches "
+                                      "the floor; of its 6 models, one answer to every review: 2 on happy/angry and 3 "
+                                      "on supportive/unsupportive")
+    assert found["alone_verdicts"].startswith("zero_shot.md's verdict: **fails** on both")
+    verdicts = {("g", t): v for t, v in zip(figure3.zero_shot.RENAMED, ("fails", "not tested"))}
+    figures = {t: {"top answers": [["happy", 872]] if "happy" in t else [["it", 10]]}
+               for t in figure3.zero_shot.RENAMED}
+    monkeypatch.setattr(figure3.zero_shot, "models", lambda g: [("m, seed 1", figures)])
+    floors = {t: {"examples": 872} for t in figure3.zero_shot.RENAMED}
+    assert figure3.verdict_note("g", {"groups": [{"name": "g"}]}, floors, verdicts) == (
+        "zero_shot.md's verdicts: **fails** and **not tested**; of its 1 model, one answer to every review: 1 on "
+        "happy/angry and 0 on supportive/unsupportive")
+
+
+def test_a_share_that_is_not_all_recorded_says_so_and_the_machine_names_no_core_twice():
+    record, floors = records.load("figure3"), records.floors()
+    lines = figure3.renamed_lines(record, floors).splitlines()
+    assert "97% from the context (the other 3% not recorded);" in lines[1] and "not recorded" not in lines[0]
+    assert figure3.values(record, floors)["machine"] == "CPU model not recorded, 2 cores, bf16 units not recorded"

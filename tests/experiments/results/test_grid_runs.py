@@ -38,25 +38,42 @@ def convert(record: str, *names: str) -> None:
 
 
 def test_table3_runs_come_back_with_the_best_models_scores_curves_and_per_example_records(here):
+    path = here / "records" / "table3.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "runs": []}))  # the older runs removed first
     convert("table3", *TABLE3)
     record = records.load("table3")
     assert records.check_record(record) == []
     new = {r["name"]: r for r in record["runs"] if r["machine"] == "rehearsal"}
-    assert set(new) == set(TABLE3) and len(record["runs"]) == 6  # the two replaced, the other four kept
+    assert set(new) == set(TABLE3) and len(record["runs"]) == 2
     curve = json.loads((EXPORT / TABLE3[1] / "curve.json").read_text())
     best = max(curve["curve"], key=lambda p: sum(p["headlines"].values()))
     run = new[TABLE3[1]]
     assert run["strategy"] == "anti_curriculum" and run["mlflow_run"] is None and "squad_dev_first" in run["phases"]
-    assert run["scores"] == {t: round(best["headlines"][t], 1) for t in table3.TASKS}
+    assert run["scores"] == {t: round(best["headlines"][t], 1) for t in table3.TASKS} and run["cell"] == "best"
     assert run["best_iteration"] == examples.read(EXPORT / TABLE3[1] / examples.FILE)["iteration"] == best["iteration"]
     assert set(run["still_rising"]) == set(table3.TASKS) and run["commit"] == json.loads(
         (EXPORT / "machine.json").read_text())["commit"]
     assert (here / "records" / "examples" / "table3" / f"{TABLE3[0]}.json.gz").is_file()
-    assert record["iterations"] == 2400  # the record still mixes the grid's runs with older ones: its budget stays
-    page = table3.values(record)
+    assert (record["iterations"], record["val_every"]) == (48, 6)  # every run from the grid: its budget and rounds
     assert (f"| {TABLE3[1]} | - | squad_dev_first from iteration 0; round_robin from iteration 6 | 0.5 | - / 14.0 |"
-            in page["runs_table"])
-    assert page["machine"].endswith("; AMD EPYC, 2 cores, with bf16 units (AMX not recorded)")  # the two machines
+            in table3.runs_table(record))
+    machine = json.loads((EXPORT / "machine.json").read_text())
+    machine = {k: v for k, v in machine.items() if k in records.MACHINE_FIELDS}
+    assert record["machines"]["rehearsal"] == machine
+    said = table3.cell_text(record)["cell_rule"]  # the page's rule (two strategies only here: no whole page)
+    assert said.startswith("a cell is each run's best model of its 8 validations, chosen by the sum")
+    assert "a best-of-validation figure, one run per seed" in said
+    assert table3.validation_text(record, records.floors("table3")).startswith("Validation every 6 iterations on")
+
+
+def test_table3_runs_beside_older_last_round_runs_are_refused_and_nothing_written(here):
+    """The grid's runs are each run's best model; the committed runs are last rounds: one table mixing the two would
+    put best-of-validation cells under a rule that says "the last round"."""
+    path = here / "records" / "table3.json"
+    before = path.read_text()
+    with pytest.raises(SystemExit, match="would mix last-round cells .*table3-curriculum-s7.* with best-of-validation"):
+        convert("table3", *TABLE3)  # four older runs would stay beside the two brought back
+    assert path.read_text() == before and not (here / "records" / "examples" / "table3").exists()
 
 
 def test_zero_shot_groups_are_made_of_the_runs_brought_back(here):

@@ -47,3 +47,44 @@ def test_overfitting_is_a_fall_after_the_best_beyond_the_scatter_between_validat
     assert glove.after_best(falls).startswith("then overfits after its best (it falls 3.9 points")
     steady = [[100, 0, 50.0], [200, 0, 80.0], [300, 0, 78.0], [400, 0, 80.0], [500, 0, 78.0], [600, 0, 79.5]]
     assert glove.after_best(steady).startswith("then stays near its best")
+
+
+def test_the_qa_srl_resume_point_is_read_from_its_curve():
+    """The first budget ended at iteration 2,610 (off the 200-iteration grid), at 47.2 from iteration 2,600; the page
+    once typed 2,400 and quoted 45.5."""
+    record = glove.records.load("issue10")
+    assert glove.resume_point(glove.single(record, "srl"))[0] == 2610
+    said = glove.srl_text(record)
+    assert said.startswith("QA-SRL reached 47.2 (iteration 2,600) in its first 20-minute budget, which stopped at "
+                           "iteration 2,610 (20.6 min), and was continued with `deca train --resume <run>`")
+    flat = {"single": {"srl": {"minutes": 5.0, "curve": [[100, 1, 10.0], [200, 2, 20.0], [300, 3, 25.0]]}}}
+    assert glove.srl_text(flat) == "QA-SRL ran in one stretch of 5 minutes, ending at 25.0 at iteration 300"
+
+
+def test_a_plateau_names_its_last_validation_on_it_and_the_first_above_it_on_both_pages():
+    """The joint run's SST sat at 49.1-49.2 (the first candidate, the minority label), not at the majority's 50.9; the
+    glove page named the first point above the plateau, sst_single_task.md the last one on it."""
+    floors = glove.records.floors()
+    values = glove.values()
+    assert values["sst_plateau"] == "through iteration 400, first above it at iteration 500"
+    assert values["sst_joint_plateau"] == "through own batch 125, first above it at own batch 187"
+    assert values["sst_joint_level"] == "49.1-49.2, about the first candidate answerer's 49.1, the minority label"
+    single = glove.records.load("sst_single_task")["curve"]
+    majority = floors["sst"]["floors"]["constant answer"]
+    assert glove.plateau(single, majority) == "through iteration 300, first above it at iteration 400"
+    assert glove.plateau([[1, 60.0]], majority).startswith("at no validation")
+
+
+def test_workers_and_the_machine_are_what_the_records_hold():
+    assert glove.workers_text({"a": {"overrides": {"train.num_workers": 2, "train.cpus_per_worker": 1.0}}}) == (
+        "each run on 2 Ray workers × 1 CPU")
+    mixed = {"the joint run": {"overrides": {"train.num_workers": 2, "train.cpus_per_worker": 1.0}},
+             "single": {"train": {"num_workers": 2}}}
+    assert glove.workers_text(mixed) == ("each run on 2 Ray workers (1 CPU each in the joint run; CPUs per worker not "
+                                         "recorded for the others)")
+    assert glove.workers_text({"the run": {}}) == "Ray workers not recorded"
+    assert glove.machine_text({}) == "a CPU machine whose model, core count and load were not recorded"
+    values = glove.values()
+    assert values["machine"] == glove.machine_text({})
+    assert values["workers"].startswith("each run on 2 Ray workers (1 CPU")
+    assert (values["sst_validations"], values["schema_validations"]) == ("26", "9")

@@ -56,3 +56,17 @@ def test_the_minutes_are_the_budgets_beside_the_last_validations_read_from_the_r
     found = multitask.joint_facts(record, "x")
     assert (found["x_minutes"], found["x_last_minutes"]) == ("14", "16.1")
     assert (found["x_single_budget"], found["x_single_minutes"]) == ("3.5", "3.8-4.1")
+
+
+def test_the_model_the_workers_and_the_machine_come_from_the_records():
+    """"d = 200 with embeddings from N(0, 1)", "2 Ray workers × 1 CPU" and "a 2-core CPU machine" were typed: the
+    first two are now multitask.json's (its `model_defaults`, from git history; the overrides), the cores not
+    recorded."""
+    early, recipe = multitask.records.load("multitask"), multitask.records.load("multitask_recipe")
+    found = multitask.setup_facts(early, recipe)
+    assert (found["early_d"], found["early_init"]) == ("200", "trained embeddings initialised from N(0, 1)")
+    assert (found["early_lr"], found["early_tokens"], found["workers"]) == ("0.001", "5,000",
+                                                                            "each run on 2 Ray workers × 1 CPU")
+    assert found["machine"] == "a CPU machine whose model, core count and load were not recorded"
+    bare = multitask.setup_facts({**early, "model_defaults": None}, recipe)
+    assert bare["early_d"] == "not recorded" and bare["early_model_from"] == "not recorded"

@@ -164,3 +164,25 @@ def test_the_holm_family_size_is_the_count_of_judged_steps():
     tasks = {r["task"] for r in record_["runs"]}
     assert table2.values(record_, floors)["n_steps"] == str(3 * len(tasks))  # three steps a task
 
+
+
+def test_the_command_block_gives_the_grid_for_runs_with_per_example_records_and_table2_sh_for_the_others(
+        tmp_path, monkeypatch):
+    """The page once gave only table2.sh and an import of `sst-*-s11`, while MWSC's and SST's runs were made by
+    experiments/grid.sh and imported with --machine-file."""
+    monkeypatch.setattr(table2.examples, "DIR", tmp_path)
+    (tmp_path / "table2").mkdir()
+    (tmp_path / "table2" / "sst-s2s-s1.json.gz").write_bytes(b"")
+    record = {"machines": {"xeon": {"gpu": None}, "h100": {"gpu": "NVIDIA H100"}},
+              "runs": [{"name": "sst-s2s-s1", "task": "sst", "machine": "xeon"},
+                       {"name": "srl-s2s-s1", "task": "srl", "machine": "xeon"}]}
+    said = table2.commands(record)
+    assert said.startswith("bash experiments/table2.sh   # QA-SRL: 4 variants")
+    assert 'DEVICE=cpu PARALLEL=2 TABLES=table2 TASKS="sst" GRID_OUT=checkpoints/grid' in said
+    assert ("runs table2 /tmp/grid-export/sst-* --machine xeon \\\n"
+            "          --machine-file /tmp/grid-export/machine.json") in said
+    (tmp_path / "table2" / "srl-s2s-s1.json.gz").write_bytes(b"")
+    record["runs"][1]["machine"] = "h100"
+    said = table2.commands(record)
+    assert "table2.sh" not in said and 'DEVICE=cuda TABLES=table2 TASKS="srl"' in said
+    assert said.endswith("make results   # this page, from docs/results/records/table2.json")

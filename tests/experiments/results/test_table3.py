@@ -1,6 +1,8 @@
 """experiments/results/table3.py: the findings' verdicts follow the seeds and the rising curves."""
 from __future__ import annotations
 
+import pytest
+
 from experiments.results import table3
 
 
@@ -116,3 +118,36 @@ def test_the_rising_tasks_and_the_fair_budget_follow_the_record():
     assert table3.fair_budget(flat, FLOORS).startswith("no task still rises")
     assert table3.fair_budget(record(rising_woz=True, squad_gain=0.0), FLOORS) == "WOZ has levelled off"
 
+
+
+def test_the_cell_rule_and_the_validations_come_from_the_record():
+    """"a cell is the last round" and "every 300 iterations on the first 500 examples" were typed in the template."""
+    record_, floors = table3.records.load("table3"), table3.records.floors("table3")
+    found = table3.values(record_, floors)
+    assert table3.cell_kind(record_) == "last"
+    assert found["cell_rule"] == ("a cell is each run's last validation round (iteration 2,400), as the paper reports "
+                                  "the end of training")
+    assert found["cell_head"].startswith("Last validation round")
+    assert found["validation"] == ("Validation every 300 iterations on the first 500 examples of each validation split "
+                                   "(MWSC's 82), greedy")
+    unknown = table3.validation_text({**record_, "val_every": None}, floors)
+    assert unknown.startswith("Validation at intervals not recorded")
+
+
+def test_best_of_validation_cells_are_said_to_be_one_with_their_count_of_validations():
+    best = {"iterations": 48, "runs": [{"name": f"r{k}", "cell": "best", "curve": [[i, 0.0] for i in range(n)]}
+                                       for k, n in enumerate((8, 6))]}
+    said = table3.cell_text(best)
+    assert said["cell_rule"].startswith("a cell is each run's best model of its 6-8 validations, chosen by the sum")
+    assert "on the same validation rows that score it: a best-of-validation figure, one run per seed" in (
+        said["cell_rule"])
+    assert said["cell_head"].startswith("Each run's best model of its 6-8 validations")
+
+
+def test_a_record_mixing_last_round_and_best_of_validation_cells_is_refused():
+    mixed = {"runs": [{"name": "a", "cell": "last"}, {"name": "b", "cell": "best"}, {"name": "c", "cell": "last"}]}
+    said = r"mix last-round cells \(a, c\) with best-of-validation cells \(b\)"
+    with pytest.raises(table3.records.RecordError, match=said):
+        table3.cell_kind(mixed)
+    with pytest.raises(table3.records.RecordError, match="no `cell`"):
+        table3.cell_kind({"runs": [{"name": "a", "cell": "last"}, {"name": "d"}]})

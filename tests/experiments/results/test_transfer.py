@@ -47,3 +47,11 @@ def test_bleu_is_given_against_the_floor_the_loss_as_a_tail_mean_and_the_floor_w
     assert (found["pre_over_floor"], found["rnd_over_floor"]) == ("+0.37", "-0.47")  # means 1.533, 0.7
     assert (found["loss_pre"], found["loss_rnd"]) == ("3.90", "4.10")  # the last 10 logged, not the last one
     assert "the 1.17 floor" in found["verdict"] and "ratio" not in found
+
+
+def test_what_the_record_does_not_hold_is_said_not_recorded():
+    """transfer.json holds neither the machine nor the Ray workers: the page once said "2-core" and "2 Ray CPU
+    workers"."""
+    found = transfer.values()
+    assert found["machine"] == "a CPU machine whose model, core count and load were not recorded"
+    assert found["workers"] == "Ray workers not recorded"

@@ -82,3 +82,27 @@ def test_the_readme_line_says_verdicts_in_lower_case():
     text = dict(readme.INDEX)["zero_shot.md"]
     assert "**: verdicts {{verdict_tally}}." in text and "{{verdict_summary}}" not in text
     assert "{{constant_first_word}}" in text and "{{first_alone_above}}" in text
+
+
+def test_the_table3_sentence_counts_answers_that_start_with_a_label_word_as_a_lower_bound():
+    """The page once said the Table 3 models "answer from the review", quoting the gold-label first-word share as
+    "the new label"; SQuAD first seed 123 gives "happy" to 338 reviews and "supportive" to 494."""
+    groups, floors = zero_shot.records.load("zero_shot")["groups"], zero_shot.records.floors()
+    said = zero_shot.label_first_text(groups, "Table 3 five-task models", floors)
+    assert "SQuAD first, seed 123 ≥ 38.8% and ≥ 57.0%" in said and "curriculum, seed 7 ≥ 26.0% and ≥ 21.3%" in said
+    assert "(lower bounds: the record keeps each model's 5 most frequent answers)" in said
+    assert 'start with neither label, over the 6 models and both renamings: "it" ' in said
+    template = zero_shot.records.ROOT / "experiments/results/templates/zero_shot.md"
+    assert "answer from the review" not in template.read_text(encoding="utf-8")
+
+
+def test_a_label_word_first_counts_the_first_word_only():
+    figures = {"sst.happy_angry": {"top answers": [["angry or", 54], ["happy", 10], ["it", 30], ["unhappy", 5]]}}
+    assert zero_shot.label_words("sst.supportive_unsupportive") == ("supportive", "unsupportive")
+    assert zero_shot.label_first(figures, "sst.happy_angry", 200) == 32.0  # (54 + 10) of 200
+
+
+def test_the_decoding_limit_is_the_records():
+    record = zero_shot.records.load("zero_shot")
+    assert zero_shot.decoding(record).startswith("greedy, up to the model's 100-step limit (`model.max_answer_length`)")
+    assert "step limit (not recorded)" in zero_shot.decoding({})
