@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         if lacking:
             ap.error(f"{args.machine_file}: no {', '.join(lacking)} (experiments/grid.sh writes all of them)")
         described, made_at = {f: found[f] for f in records.MACHINE_FIELDS}, found["commit"]
+        if found.get("units") is not None:  # the CPU's bf16/AMX units (bench.record.this_machine), where recorded
+            described["units"] = found["units"]
     try:
         if args.record in ("table3", "zero_shot"):  # experiments/results/grid_runs.py
             bases = [from_folder(f, args.machine, made_at) for f in args.folders]

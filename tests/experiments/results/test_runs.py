@@ -71,3 +71,19 @@ def test_no_two_runs_of_the_precision_record_of_different_precisions_share_a_dig
             found.setdefault(run["params_digest"], set()).add(run["precision"])
             assert f"--precision {run['precision']}" in run["command"] or run["precision"] == "fp32", run["name"]
     assert all(len(p) == 1 for p in found.values()), found
+
+
+def test_the_machine_file_brings_the_cpus_units_into_the_record(tmp_path, monkeypatch):
+    """grid.sh's machine.json names the CPU's bf16/AMX units: the record keeps them (the pages name them)."""
+    test_a_run_folder_becomes_a_record_run_with_every_field(tmp_path)
+    monkeypatch.setattr(records, "RECORDS", tmp_path / "records")
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "table2.json").write_text(json.dumps({"machines": {}, "runs": []}))
+    units = ["avx512_bf16", "amx_bf16", "amx_tile"]
+    made = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "bf16_units": True, "gpu": None, "units": units,
+            "commit": "abc1234"}
+    (tmp_path / "machine.json").write_text(json.dumps(made))
+    assert runs.main(["table2", str(tmp_path / "sst-s2s-s11"), "--machine", "xeon", "--machine-file",
+                      str(tmp_path / "machine.json")]) == 0
+    record = json.loads((tmp_path / "records" / "table2.json").read_text())
+    assert record["machines"]["xeon"]["units"] == units and record["runs"][0]["commit"] == "abc1234"
