@@ -19,6 +19,7 @@ from experiments.results import records
 ROOT = records.RESULTS / "speedcheck"
 CASES = ("train squad", "train sst", "decode squad", "decode sst")
 IMPLS = ("original", "project")
+HEADLINE = "fp32 (the default)"  # the one configuration the speed headline quotes (a run.json `variants` label)
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,50 @@ def loads(session: Session) -> tuple[float, float]:
     """The lowest and highest 1-minute load average seen before or after any process of the session."""
     found = [r[k][0] for r in session.results for k in ("load_before", "load_after")]
     return min(found), max(found)
+
+
+def ratio(summary: tuple[float, float, float], digits: int = 2, prefix: str = "x") -> str:
+    """'x1.46 (1.44-1.48)': the median ratio over rounds and its min-max."""
+    med, low, high = summary
+    return f"{prefix}{med:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
+
+
+def cpu_of(session: Session) -> str:
+    """The CPU model a session ran on."""
+    return session.machine["cpu"] or "CPU model not recorded"
+
+
+def cpus(sessions: list[Session]) -> list[str]:
+    """The CPU models the sessions ran on, in the order first measured (targets are judged per CPU model)."""
+    return list(dict.fromkeys(cpu_of(s) for s in sessions))
+
+
+def on_cpu(sessions: list[Session], cpu: str | None) -> list[Session]:
+    """The sessions measured on `cpu` (every session for None)."""
+    return [s for s in sessions if cpu is None or cpu_of(s) == cpu]
+
+
+def calm(found: Rounds, cores: int) -> Rounds:
+    """`found` without the rounds in which a process's 1-minute load average, before or after, exceeded the
+    machine's cores."""
+    def within(r: dict) -> bool:
+        return max(r["load_before"][0], r["load_after"][0]) <= cores
+
+    kept = [(o, p) for o, p in zip(found.original, found.project) if within(o) and within(p)]
+    return Rounds(found.variant, found.case, [o for o, _ in kept], [p for _, p in kept])
+
+
+def latest_calm(sessions: list[Session], case: str, name: str = HEADLINE,
+                cpu: str | None = None) -> tuple[str, Rounds | None]:
+    """The latest session's calm rounds of configuration `name` on `case`, on `cpu` if given (its session name;
+    None where none)."""
+    found = [(s.name, calm(r, s.machine["cores"])) for s in on_cpu(sessions, cpu) for r in rounds(s)
+             if r.case == case and s.meta["variants"].get(r.variant) == name]
+    found = [(n, r) for n, r in found if r.original]
+    return found[-1] if found else ("-", None)
+
+
+def variant_rounds(session: Session, label: str) -> dict[str, Rounds]:
+    """The calm rounds of the session's variant whose label starts with `label`, by case."""
+    return {r.case: calm(r, session.machine["cores"]) for r in rounds(session)
+            if session.meta["variants"].get(r.variant, "").startswith(label)}

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from experiments.results import records, speed, speedcheck
+from experiments.results import records, speed, speed_drift, speed_profiles, speedcheck
 
 MACHINE = """Thu Nov 26 18:29:46 UTC 2026
 CPU(s):                                  2
@@ -222,20 +222,20 @@ def test_a_headline_session_whose_original_ran_slower_says_so_beside_the_headlin
     [first] = speedcheck.sessions(session_dir)
     first.meta["variants"] = {"main": speed.HEADLINE}
     second = _later(first, "2026-11-27-x", 0.5, 2.5)  # the unchanged original at half speed, 15-minute load 2.5
-    found = speed.drift([first, second], second, "train sst")
+    found = speed_drift.drift([first, second], second, "train sst")
     assert found["original"] == 0.5 and found["shift"] == "lower in every round" and found["project"] == 1.0
-    note = speed.moved_note([first, second])
+    note = speed_drift.moved_note([first, second])
     assert "15-minute load 2.50 at the start, above the 2 cores" in note and "x5.00 (4.00-6.00) against x2.50" in note
     assert "The headline still comes from the latest session" in note
     assert "(in 2026-11-27-x the unchanged original ran x0.50 of its examples/s in 2026-11-26-x" in \
         speed.in_short([first, second])
     calm = _later(first, "2026-11-27-x", 1.0, 0.5)
-    assert "within the rounds' spread of the session before" in speed.moved_note([first, calm])
+    assert "within the rounds' spread of the session before" in speed_drift.moved_note([first, calm])
     assert "the unchanged original" not in speed.in_short([first, calm])
 
 
 def test_the_committed_fused_session_says_how_the_machine_moved():
-    note = speed.moved_note(speedcheck.sessions())
+    note = speed_drift.moved_note(speedcheck.sessions())
     fused = next(line for line in note.splitlines() if line.startswith("- **2026-11-29-fp32-fused**"))
     assert "15-minute load 2.34 at the start, above the 2 cores" in fused
     assert "against 2026-11-29-fp32, the original ran x0.78 of its examples/s there (lower in every round" in fused
@@ -246,11 +246,11 @@ def test_the_counts_and_profile_figures_come_from_the_records():
     sessions = speedcheck.sessions()
     assert speed.timing(sessions, "train") == "2 warm-up steps, then 8 timed"
     assert speed.timing(sessions, "decode") == "256 examples, 50 forced steps (1 warm-up decoding, then 2 timed)"
-    fp32, bf16 = (speed.profile(speed.PROFILES / p / "cpu_train.txt") for p in ("fp32", "bf16"))
-    said = speed.bf16_profile(sessions, fp32, bf16)
+    fp32, bf16 = (speed_profiles.profile(speed_profiles.PROFILES / p / "cpu_train.txt") for p in ("fp32", "bf16"))
+    said = speed_profiles.bf16_profile(sessions, fp32, bf16)
     assert "the model code of 2026-11-29-fp32-bf16" in said and "mm 440.8 -> 383.5, addmm 102.5 -> 85.5" in said
     assert "136.6 ms against 85.7" in said and "1.450 s against 1.383 s" in said
-    assert "12.7% of an SST-shaped" in speed.dropout_share(fp32) and "14.8% of a SQuAD" in speed.dropout_share(fp32)
+    assert "12.7% of an SST-shaped" in speed_profiles.dropout_share(fp32) and "14.8% of a SQuAD" in speed_profiles.dropout_share(fp32)
 
 
 def test_a_profile_reads_each_steps_operators_in_milliseconds(tmp_path):
@@ -260,6 +260,6 @@ def test_a_profile_reads_each_steps_operators_in_milliseconds(tmp_path):
                     "   aten::mm   50.00%   2.000s   50.00%   2.000s   1.0ms   2\n"
                     "   aten::copy_   1.50%   300.000us   1.50%   300.000us   1.0us   3\n"
                     "Self CPU time total: 4.000s\n", encoding="utf-8")
-    found = speed.profile(path)
-    assert found["head"]["commit"] == "abc" and speed.profile_said(found) == "commit abc, 1-minute load 1.00-2.00"
+    found = speed_profiles.profile(path)
+    assert found["head"]["commit"] == "abc" and speed_profiles.profile_said(found) == "commit abc, 1-minute load 1.00-2.00"
     assert found["steps"]["sst"] == {"ops": {"aten::mm": (50.0, 2000.0), "aten::copy_": (1.5, 0.3)}, "total": 4000.0}
