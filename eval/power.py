@@ -88,9 +88,6 @@ class Components:
         return max(0.0, self.seed / seeds + self.between / clusters + self.within / examples
                    + self.residual / (seeds * examples))
 
-    def examples_variance(self, clusters: float, examples: float) -> float:
-        """The examples' part of the variance of the mean, which no count of seeds lowers (at least 0)."""
-        return max(0.0, self.between / clusters + self.within / examples)
 
     def se(self, seeds: float, clusters: float, examples: float) -> float:
         return math.sqrt(self.variance(seeds, clusters, examples))
@@ -138,6 +135,27 @@ def components(a: np.ndarray, b: np.ndarray | None = None,
         # in opposite directions (an MWSC schema's two sentences have opposite answers) vary less than their
         # examples do; cut at 0 it would overstate the noise of a mean (the sum stays >= 0: `variance`)
     return Components(sum(s for s, _ in parts), between, within, sum(r for _, r in parts))
+
+
+def examples_variance(a: np.ndarray, b: np.ndarray | None = None,
+                      clusters: Sequence[Hashable] | None = None) -> float:
+    """The examples' part of the variance of side a's mean (b None) or of the paired difference b - a of means,
+    from per-example scores (runs, examples): the part no count of seeds lowers. On the clusters' totals (each
+    example its own cluster without ids), scaled so that their mean is the examples' mean: the variance over
+    clusters of the seed-averaged total (or difference of totals), less the seed x cluster residual that the
+    seeds leave in it (`_two_way`'s residual / S per side), over the count of clusters. Where a cluster's examples
+    err in opposite directions (an MWSC schema's two sentences) their effects and their seed noise both cancel in
+    the totals, as they do in a mean; estimated example by example (`components`), the noise would not."""
+    sides = [np.asarray(a, dtype=float)] + ([] if b is None else [np.asarray(b, dtype=float)])
+    n = sides[0].shape[1]
+    codes = cluster_codes(clusters, n)
+    count = int(codes.max()) + 1
+    if count < 2:
+        return 0.0
+    totals = [np.stack([np.bincount(codes, weights=row, minlength=count) for row in s]) * count / n for s in sides]
+    noise = sum(_two_way(t)[1] / t.shape[0] for t in totals)
+    effect = totals[0].mean(axis=0) if b is None else totals[1].mean(axis=0) - totals[0].mean(axis=0)
+    return max(0.0, float(effect.var(ddof=1)) - noise) / count
 
 
 def _target_variance(effect: float, alpha: float, power: float) -> float:

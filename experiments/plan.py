@@ -11,8 +11,8 @@ The variance of a step's change with S seeds a side is, as in eval/power.py's tw
 
 the first from the spread of the recorded seeds (pooled over every cell of the task, which share the recipe),
 the second, which no count of seeds lowers, from the runs' per-example records where every run kept one
-(eval.power.components, clustered), else from a stated assumption (`ASSUMED`): each side's per-example
-scores at the largest variance a score bounded by 0 and 100 with that mean can have (Bhatia & Davis 2000:
+(eval.power.examples_variance, on the clusters' totals), else from a stated assumption (`ASSUMED`): each side's
+per-example scores at the largest variance a score bounded by 0 and 100 with that mean can have (Bhatia & Davis 2000:
 m (100 - m)), the two sides' errors independent and the examples unclustered. For scores of 0 or 100 (EM)
 that bound is the binomial variance itself; for the paired change of two models that err on the same
 examples it overstates the variance, and clustering understates it: the grid's per-example records replace
@@ -25,8 +25,9 @@ The target is the size of the paper's change; for zero-shot, whose paper figure 
 distance of the renamed side from its floor (the question the verdict asks first: is it clear of the floor,
 above or below?), a one-sided design: the renamed side's mean against a fixed floor, its seed variance that of
 the group's renamed EMs (not doubled; t of S - 1 degrees of freedom), its examples' share that of its own mean.
-Iterations: the recorded budget, doubled where a side's validation curve still rises over
-the last third of it (eval.verdict.still_rising), since its best figure is not yet final.
+Iterations: the recorded budget, doubled where a side's validation curve still rises over the last third of it
+(eval.verdict.still_rising), since its best figure is not yet final; where that is unknown (no curve kept); and
+where no run of a side got above its floor while the paper's figure lies above it (`undertrained`).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ import statistics
 import sys
 from typing import Sequence
 
-from eval.power import ALPHA, POWER, components, mde
+from eval.power import ALPHA, POWER, examples_variance, mde
 from experiments.results import examples, records, table2, table3, zero_shot
 
 MIN_SEEDS = 5  # the issue's floor: at least 5 seeds a side
@@ -67,9 +68,7 @@ def assumed_example_variance(means: Sequence[float], n: int) -> float:
 
 def measured_example_variance(a, b, clusters) -> float:
     """The examples' variance of the mean change b - a from the runs' per-example records (clustered)."""
-    parts = components(a.values[:, :, 0], b.values[:, :, 0], clusters)
-    n = a.n
-    return parts.examples_variance(n if clusters is None else len(set(clusters)), n)
+    return examples_variance(a.values[:, :, 0], b.values[:, :, 0], clusters)
 
 
 def design_mde(seed_var: float, example_var: float, seeds: int, sides: int = 2) -> float:
@@ -103,8 +102,8 @@ def entry(table: str, name: str, task: str, target: float, paper: float | None, 
             "seeds_now": min(len(c) for c in seed_var_of), "seed_sd": round(math.sqrt(seed_var), 3),
             "example_sd_of_mean": round(math.sqrt(example_var), 3), "example_variance_from": example_from,
             "examples": n, "rising": rising, "at_floor": at_floor, "iterations_now": iterations,
-            "iterations": iterations * (1 if rising is False and not at_floor else 2), **{k: (round(v, 2) if isinstance(v, float) else v)
-                                                                  for k, v in found.items()}}
+            "iterations": iterations * (1 if rising is False and not at_floor else 2),
+            **{k: (round(v, 2) if isinstance(v, float) else v) for k, v in found.items()}}
 
 
 def example_part(record_name: str, names: tuple[list, list], task: str, means: Sequence[float],
@@ -121,9 +120,7 @@ def one_side_example_part(record_name: str, names: list, task: str, mean: float,
     """(the examples' variance of one side's mean, where it came from): for a side judged against a fixed floor."""
     values, clusters = examples.side([examples.load(record_name, r) for r in names], task)
     if values is not None and values.kind == "mean":
-        parts = components(values.values[:, :, 0], None, clusters)
-        return parts.examples_variance(n if clusters is None else len(set(clusters)), n), \
-            "measured (per-example records)"
+        return examples_variance(values.values[:, :, 0], None, clusters), "measured (per-example records)"
     return mean * (100.0 - mean) / n, ASSUMED_ONE_SIDE
 
 
@@ -170,7 +167,8 @@ def table3_steps(record: dict, floors: dict) -> list[dict]:
         source = parts[0][1] if len({s for _, s in parts}) == 1 else "; ".join(f"{t}: {s}" for t, (_, s) in zip(tasks, parts))
         cells = [table3.scores(record, s, task) for s in table3.STRATEGIES]
         sides = (table3.scores(record, "fully_joint", task), table3.scores(record, strategy, task))
-        rising = any(table3.rising(record, s, task) for s in ("fully_joint", strategy))
+        rising = either([r["still_rising"].get(t) for r in record["runs"] if r["strategy"] in ("fully_joint", strategy)
+                         for t in (table3.TASKS if task == "sum" else (task,))])
         bound = table3.floor(floors, task) if task != "sum" else None
         low = bound is not None and any(undertrained(side, bound, table3.PAPER[s][task])
                                         for side, s in zip(sides, ("fully_joint", strategy)))
@@ -186,7 +184,8 @@ def zero_shot_steps(record: dict, floors: dict, table3_record: dict) -> list[dic
         trained = [m[zero_shot.TRAINED]["em"] for _, m in found]
         budget = re.search(r"--iterations (\d+)", group["command"])
         iterations = int(budget.group(1)) if budget else table3_record["iterations"]
-        rising = budget is None and any(v for r in table3_record["runs"] for v in r["still_rising"].values())
+        rising = (either([v for r in table3_record["runs"] for v in r["still_rising"].values()]) if budget is None
+                  else either(list(group.get("still_rising", {None: None}).values())))
         renamed_cells = [[m[task]["em"] for _, m in found] for task in zero_shot.RENAMED]
         keys = [key for key, _ in group["models"]]
         for (task, name), renamed in zip(zero_shot.RENAMED.items(), renamed_cells):

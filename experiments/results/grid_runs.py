@@ -155,6 +155,8 @@ def add_zero_shot(folders: list[Path], bases: list[dict], machine: str, describe
         if not found:
             continue
         group["models"] = [[f.name, label(run)] for f, run, _ in found]
+        group["still_rising"] = {f.name: still_rising([(p["iteration"], p["headline"]) for p in run["curve"]],
+                                                      run["iterations"]) for f, run, _ in found}
         _, run, base = found[0]
         group["command"] = (  # Table 3's without --task: experiments/plan.py plans no runs of its own for it
             "experiments/grid.sh: Table 3's five-task runs (docs/results/records/table3.json)"

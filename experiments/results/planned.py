@@ -7,6 +7,13 @@ from __future__ import annotations
 from experiments.results import records
 from experiments.results.render import num, table
 
+ONE_DESIGN_TWO_MDES = (
+    "A plan's MDE and the verdict table's for the same seeds differ: the plan's comes from variance components "
+    "(the seeds' spread pooled over every cell of the task, the examples' part from the clusters' totals with the "
+    "seed x example noise taken out), the verdict's from the step's own two sides by the two-level bootstrap "
+    "corrected for few seeds (eval/clustered.py), which counts the seed x example noise at both levels "
+    "(conservative: Owen 2007). The verdicts use the bootstrap's.")
+
 
 def cell(step: dict) -> str:
     """'5 seeds × 4,800 iterations: MDE 4.5 vs the paper's 7.0' (and why where it cannot be powered)."""
@@ -39,4 +46,5 @@ def section(table_name: str, plan: dict | None = None) -> str:
                      f"{s['iterations_now']:,}" + budget_note(s), cell(s)])
     of = "the renamed mean" if table_name == "zero_shot" else "the mean change"
     return table(["task", "step", "seeds now", "seed sd (pooled)", f"examples' sd of {of}",
-                  "iterations now", "planned"], rows, "llrrrrl")
+                  "iterations now", "planned"], rows, "llrrrrl") + "\n\n" + ONE_DESIGN_TWO_MDES
+

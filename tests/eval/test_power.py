@@ -156,7 +156,17 @@ def test_pairs_that_err_in_opposite_directions_make_a_mean_vary_less_not_more():
     a = np.stack([lean, 100.0 - lean], axis=2).reshape(5, 82)  # the second sentence: the other answer
     codes = np.repeat(np.arange(41), 2)
     parts = power.components(a, None, codes)
-    assert parts.between < 0 and parts.examples_variance(41, 82) == pytest.approx(0.0, abs=1e-9)
-    assert parts.variance(5, 41, 82) >= 0
+    assert parts.between < 0 and parts.variance(5, 41, 82) >= 0
+    # the seeds' leaning is noise the totals cancel too: by example it would read as 2,500 / 82 of residual
+    assert power.examples_variance(a, None, codes) == pytest.approx(0.0, abs=1e-9)
     cluster_means = a.mean(axis=0).reshape(41, 2).mean(axis=1)
     assert float(cluster_means.var(ddof=1)) == pytest.approx(0.0)
+
+
+def test_the_examples_part_is_recovered_from_clustered_runs():
+    """200 simulated pairs (4 seeds a side, 40 contexts of 3 questions, seed x example noise sd 8): the examples'
+    part of the variance of the mean difference averages between / C + within / N, the residual taken out."""
+    rng = np.random.default_rng(21)
+    found = [power.examples_variance(*pair(rng, SEEDS, CLUSTERS, PER, SD, 0.0)) for _ in range(200)]
+    expected = TRUE.between / CLUSTERS + TRUE.within / (CLUSTERS * PER)
+    assert np.mean(found) == pytest.approx(expected, rel=0.15)

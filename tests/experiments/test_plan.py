@@ -101,3 +101,14 @@ def test_a_budget_is_doubled_where_a_curve_rose_its_rise_is_unknown_or_a_side_ne
     assert plan.either([False, None]) is None and plan.either([None, True]) is True and not plan.either([False])
     assert plan.undertrained([7.3, 8.6], 9.6, 75.0) and not plan.undertrained([47.8, 49.0], 50.0, 46.3)
     assert not plan.undertrained([9.0, 10.1], 9.6, 75.0)
+
+
+def test_zero_shot_budgets_follow_their_models_curves():
+    """A zero-shot group made by the grid keeps whether each model's curve still rose: one rising doubles the
+    group's budget; a group without that record (no curve kept) reads as unknown and doubles too."""
+    made = {s["step"]: s for s in plan.make()["steps"] if s["table"] == "zero_shot"}
+    groups = {g["name"]: g for g in records.load("zero_shot")["groups"]}
+    for name in ("SST alone", "SST + MWSC"):
+        step = made[f"{name}: happy / angry"]
+        assert step["rising"] == plan.either(list(groups[name]["still_rising"].values()))
+        assert step["iterations"] == step["iterations_now"] * (1 if step["rising"] is False else 2)

@@ -84,6 +84,8 @@ def test_zero_shot_groups_are_made_of_the_runs_brought_back(here):
     alone = groups["SST alone"]
     assert alone["models"] == [["zero-shot-sst-s123", "SST, seed 123"], ["zero-shot-sst-s7", "SST, seed 7"]]
     assert "--task sst --iterations 12 " in alone["command"] and "train.seed=$s " in alone["command"]
+    assert set(alone["still_rising"]) == {"zero-shot-sst-s123", "zero-shot-sst-s7"}  # from each model's curve
+    assert all(isinstance(v, bool) for v in alone["still_rising"].values())
     assert [m for m, _ in groups[grid_runs.TABLE3_GROUP]["models"]] == list(TABLE3)
     assert "--task" not in groups[grid_runs.TABLE3_GROUP]["command"]  # experiments/plan.py plans no runs of its own
     assert groups["SST + MWSC"] == before  # no run of that group brought back: untouched
