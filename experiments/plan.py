@@ -92,7 +92,7 @@ def entry(table: str, name: str, task: str, target: float, paper: float | None, 
     """One step's plan with what it was read from (`sides` 1: one side's mean against a fixed floor). The budget
     is doubled where a side still rose, where that is unknown (no curve kept) and where a side's every run lies
     at or under its floor while the paper's figure is above it (`at_floor`, `undertrained`: at that budget its
-    verdict would be "not tested" however many seeds)."""
+    verdict would be about the floor, "not tested" or "fails", not about the paper's change)."""
     seed_var = pooled_variance(seed_cells)
     if seed_var is None:
         raise records.RecordError(f"{table} {name}: no two seeds of any cell of {task} differ; run a second seed "

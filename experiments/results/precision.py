@@ -114,8 +114,9 @@ def beside_pair(record: dict) -> str:
 
 
 def bf16_cpus() -> list[str]:
-    """The CPU models (with their bf16 units) of speed.md's sessions that timed a bf16 configuration."""
-    return sorted({f"{speed.cpu_of(s)} ({', '.join(s.machine['units']) or 'no bf16 units'})"
+    """The CPU models (with their bf16 units, named as speed.md names them: records.unit_names) of speed.md's sessions
+    that timed a bf16 configuration."""
+    return sorted({f"{speed.cpu_of(s)} ({records.unit_names(s.machine)})"
                    for s in speedcheck.sessions() if any(v.startswith("bf16") for v in s.meta["variants"].values())})
 
 

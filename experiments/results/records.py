@@ -59,16 +59,18 @@ def check_record(record: dict) -> list[str]:
     return problems
 
 
-BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile", "amx_int8")  # the CPU flags of bf16 (and AMX) units
+def bf16_unit(name: str) -> bool:
+    """Whether a CPU flag names a bf16 or AMX unit (avx512_bf16, amx_bf16, amx_tile, amx_int8, ...; not avx512f)."""
+    return "bf16" in name or "amx" in name
 
 
 def unit_names(found: dict) -> str:
-    """The machine's bf16 units by name where the record lists them (`units`: 'avx512_bf16, amx_bf16, ...',
-    'avx512_bf16; no AMX', 'no bf16 units'), else what the record leaves open."""
+    """The machine's bf16 and AMX units by name where the record lists them (`units`, filtered by `bf16_unit`:
+    'avx512_bf16, amx_bf16, ...', 'avx512_bf16; no AMX', 'no bf16 units'), else what the record leaves open."""
     units = found.get("units")
     if units is None:
         return {True: "AMX not recorded", False: "no bf16 units", None: "not recorded"}[found["bf16_units"]]
-    named = [u for u in units if u in BF16_FLAGS]
+    named = [u for u in units if bf16_unit(u)]
     if not named:
         return "no bf16 units"
     return ", ".join(named) + ("" if any(u.startswith("amx") for u in named) else "; no AMX")

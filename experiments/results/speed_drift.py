@@ -23,12 +23,25 @@ def load15_said(session: speedcheck.Session) -> str:
     return f"15-minute load {load15(session):.2f} at the start, {where} the {cores} cores"
 
 
-def rates(session: speedcheck.Session, case: str, impl: str = "original") -> list[float]:
+def rates(session: speedcheck.Session, case: str, impl: str = "original", headline: bool = False) -> list[float]:
     """`impl`'s examples/s on `case` over the session's calm rounds: the original's in every variant (its code
-    and settings are the same in each), this project's in the headline configuration."""
+    and settings are the same in each; the session line's figure), this project's, and with `headline` the
+    original's too, in the headline configuration."""
     found = [r for r in speedcheck.rounds(session) if r.case == case
-             and (impl == "original" or session.meta["variants"].get(r.variant) == HEADLINE)]
+             and (impl == "original" and not headline or session.meta["variants"].get(r.variant) == HEADLINE)]
     return [x["examples_per_s"] for r in found for x in getattr(calm(r, session.machine["cores"]), impl)]
+
+
+def paired_rates(session: speedcheck.Session, case: str) -> list[float]:
+    """The original's examples/s on `case` in the rounds the headline's ratio is made of: the headline
+    configuration's calm rounds where the session ran them (so that the original's drift and the ratio's move
+    agree), else every variant's (a session without the headline configuration)."""
+    return rates(session, case, headline=True) or rates(session, case)
+
+
+def pooled(sessions: list[speedcheck.Session]) -> bool:
+    """Whether any of `sessions` ran more than one variant (its original's rounds pooled over them: rates())."""
+    return any(len(s.meta["variants"]) > 1 for s in sessions)
 
 
 def before(sessions: list[speedcheck.Session], session: speedcheck.Session, case: str,
@@ -60,8 +73,9 @@ def moved(a: list[float], b: list[float]) -> float:
 
 
 def original_said(sessions: list[speedcheck.Session], session: speedcheck.Session) -> str:
-    """Per case, the original's examples/s in `session` against the session before it on its CPU that ran the case."""
-    parts = []
+    """Per case, the original's examples/s in `session` against the session before it on its CPU that ran the case,
+    over every variant's rounds of each (rates()), said where a session ran more than one."""
+    parts, seen = [], [session]
     for case in speedcheck.CASES:
         a, prev = rates(session, case), before(sessions, session, case)
         if not a:
@@ -70,7 +84,11 @@ def original_said(sessions: list[speedcheck.Session], session: speedcheck.Sessio
             parts.append(f"{case} {spread(a)}, the first session on this CPU")
             continue
         b = rates(prev[-1], case)
+        seen.append(prev[-1])
         parts.append(f"{case} {spread(a)} against {spread(b)} in {prev[-1].name}, x{moved(a, b):.2f}, {shift(a, b)}")
+    if parts and pooled(seen):
+        parts.append("the rounds of each session's variants pooled (the original's code and settings are the same "
+                     "in each)")
     return "; ".join(parts) or "no calm round"
 
 
@@ -87,13 +105,15 @@ def headline_sessions(sessions: list[speedcheck.Session], cpu: str) -> dict[str,
 def drift(sessions: list[speedcheck.Session], session: speedcheck.Session, case: str) -> dict | None:
     """How `session` ran `case` against the previous session on its CPU with the headline configuration: the
     original's and this project's median examples/s ratios, the original's shift(), the original's ratios against
-    every earlier session on the CPU, and the two sessions' headline ratios (None where no earlier session)."""
+    every earlier session on the CPU, and the two sessions' headline ratios (None where no earlier session). The
+    original's figures are over the rounds of the headline's ratio (paired_rates), so that the ratio moves as
+    the project's figure over the original's does."""
     prev = before(sessions, session, case, "project")
     if not prev:
         return None
-    ref, a = prev[-1], rates(session, case)
-    earlier = [moved(a, rates(s, case)) for s in before(sessions, session, case)]
-    return {"ref": ref, "original": moved(a, rates(ref, case)), "shift": shift(a, rates(ref, case)),
+    ref, a = prev[-1], paired_rates(session, case)
+    earlier = [moved(a, paired_rates(s, case)) for s in before(sessions, session, case)]
+    return {"ref": ref, "original": moved(a, paired_rates(ref, case)), "shift": shift(a, paired_rates(ref, case)),
             "project": moved(rates(session, case, "project"), rates(ref, case, "project")),
             "earlier": (min(earlier), max(earlier), len(earlier)),
             "now": variant_rounds(session, HEADLINE)[case], "then": variant_rounds(ref, HEADLINE)[case]}

@@ -183,13 +183,14 @@ GRID_EXPORT = "/tmp/grid-export"  # where experiments/grid.sh's runs were export
 
 def commands(record: dict) -> str:
     """The page's command block, from which runs kept a per-example record (experiments/grid.sh writes one for
-    every run; experiments/table2.sh none): table2.sh for the others' tasks, and per machine the grid and the
-    import of its export."""
+    every run; experiments/table2.sh none): table2.sh for the others' tasks, and per machine the grid, with the plan
+    its recorded runs were made under (`plan_then`: grid.sh itself runs the plan now in plan.json), and the import
+    of its export."""
     older: dict = {}
     grid: dict = {}
     for r in record["runs"]:
         kept = (examples.DIR / "table2" / f"{r['name']}.json.gz").is_file()
-        (grid.setdefault(r["machine"], {}) if kept else older).setdefault(r["task"], None)
+        (grid.setdefault(r["machine"], {}) if kept else older).setdefault(r["task"], []).append(r)
     lines = []
     if older:
         lines += [f"bash experiments/table2.sh   # {words([TASKS[t].split(' (')[0] for t in older])}: "
@@ -199,12 +200,25 @@ def commands(record: dict) -> str:
     for machine, tasks in grid.items():
         env = "DEVICE=cuda" if record["machines"][machine].get("gpu") else "DEVICE=cpu PARALLEL=2"
         lines += [f'{env} TABLES=table2 TASKS="{" ".join(tasks)}" GRID_OUT=checkpoints/grid EXPORT={GRID_EXPORT} \\',
-                  f"    bash experiments/grid.sh   # {words([TASKS[t].split(' (')[0] for t in tasks])} on `{machine}`: "
-                  "the plan's runs (docs/results/records/plan.json), each with its per-example record",
+                  f"    bash experiments/grid.sh   # {words([TASKS[t].split(' (')[0] for t in tasks])} on `{machine}`, "
+                  f"each with its per-example record: the record's runs, {plan_then(record, tasks)}, were the plan "
+                  "then; it runs the plan now (docs/results/records/plan.json)",
                   f".venv/bin/python -m experiments.results.runs table2 "
                   + " ".join(f"{GRID_EXPORT}/{t}-*" for t in tasks) + f" --machine {machine} \\",
                   f"    --machine-file {GRID_EXPORT}/machine.json   # the grid's runs into the record"]
     return "\n      ".join([*lines, "make results   # this page, from docs/results/records/table2.json"])
+
+
+def plan_then(record: dict, tasks: dict[str, list[dict]]) -> str:
+    """'MWSC 5 seeds × 800 iterations, SST 5 seeds × 1,200': the seeds and iterations of each task's grid runs (the
+    plan they were made under), from the runs themselves."""
+    parts = []
+    for task, runs in tasks.items():
+        seeds = len({r["seed"] for r in runs})
+        its = "/".join(f"{i:,}" for i in sorted({r.get("iterations") or record["iterations"][task] for r in runs}))
+        parts.append(f"{TASKS[task].split(' (')[0]} {seeds} seed{'s' * (seeds != 1)} × {its}"
+                     + (" iterations" if not parts else ""))
+    return ", ".join(parts)
 
 
 def machine_check(record: dict) -> str:

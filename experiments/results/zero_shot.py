@@ -158,7 +158,8 @@ def label_first(figures: dict, task: str, n: int) -> float:
 
 def label_first_text(groups: list[dict], name: str, floors: dict) -> str:
     """Per model, the lower bound of its answers that start with a label word of the question, on each renaming;
-    and the group's most frequent answers that start with neither."""
+    and the group's most frequent answers that start with neither, their counts lower bounds too (summed over the
+    answers each model's figures keep)."""
     found = group_named(groups, name)
     kept = max(len(m[t]["top answers"]) for _, m in found for t in RENAMED)
     per = [label + " " + " and ".join(f"≥ {num(label_first(m, t, floors[t]['examples']))}%" for t in RENAMED)
@@ -172,7 +173,7 @@ def label_first_text(groups: list[dict], name: str, floors: dict) -> str:
     return (f"An answer that starts with one of the question's two label words takes, of the reviews "
             f"({' and '.join(RENAMED.values())}): {'; '.join(per)} (lower bounds: the record keeps each model's "
             f"{kept} most frequent answers). Their most frequent answers that start with neither label, over the "
-            f"{len(found)} models and both renamings: {top}.")
+            f"{len(found)} models and both renamings (at least: from the top {kept} of each model): {top}.")
 
 
 def decoding(record: dict) -> str:

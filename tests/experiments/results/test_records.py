@@ -39,3 +39,10 @@ def test_a_machine_names_its_bf16_units_and_says_where_amx_is_not_recorded():
     unknown = {k: v for k, v in amd.items() if k != "units"}
     assert records.describe_machine(unknown) == "AMD EPYC, 2 cores, with bf16 units (AMX not recorded)"
     assert records.describe_machine({**unknown, "bf16_units": False}) == "AMD EPYC, 2 cores, without bf16 units"
+
+
+def test_the_bf16_units_named_are_those_whose_name_says_bf16_or_amx():
+    """audit4 4-P1: precision.md named avx512f among the bf16 units where speed.md did not."""
+    machine = {"cpu": "X", "cores": 2, "bf16_units": True, "gpu": None,
+               "units": ["avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_vnni"]}
+    assert records.unit_names(machine) == "avx512_bf16, amx_bf16, amx_tile, amx_fp16"

@@ -263,3 +263,51 @@ def test_a_profile_reads_each_steps_operators_in_milliseconds(tmp_path):
     found = speed_profiles.profile(path)
     assert found["head"]["commit"] == "abc" and speed_profiles.profile_said(found) == "commit abc, 1-minute load 1.00-2.00"
     assert found["steps"]["sst"] == {"ops": {"aten::mm": (50.0, 2000.0), "aten::copy_": (1.5, 0.3)}, "total": 4000.0}
+
+
+def _two_variants(session, name, bf16_scale):
+    """`session` again as `name`, with a second variant (bf16) whose original ran `bf16_scale` times as fast."""
+    results = [dict(r) for r in session.results]
+    for r in session.results:
+        extra = {**r, "tag": r["tag"].replace("main/", "bf16/")}
+        if r["impl"] == "original":
+            extra["examples_per_s"] = r["examples_per_s"] * bf16_scale
+        results.append(extra)
+    meta = {**session.meta, "date": "2026-11-27", "commit": "def",
+            "variants": {"main": speed.HEADLINE, "bf16": "bf16 (`--precision bf16`)"}}
+    return speedcheck.Session(name, meta, session.machine, results)
+
+
+def test_the_originals_drift_uses_the_rounds_of_the_headlines_ratio(session_dir):
+    """audit4 4-S1: the original's drift pooled both variants of a session (x1.07) while the headline's ratio is
+    over the fp32 rounds only (there x1.04), so the ratio's move did not follow from the two figures."""
+    [first] = speedcheck.sessions(session_dir)
+    first.meta["variants"] = {"main": speed.HEADLINE}
+    second = _two_variants(first, "2026-11-27-x", 2.0)  # the headline's rounds as before, the bf16 ones twice as fast
+    found = speed_drift.drift([first, second], second, "train sst")
+    assert found["original"] == 1.0 and found["shift"] == speed_drift.WITHIN and found["project"] == 1.0
+    assert found["earlier"] == (1.0, 1.0, 1)
+    assert found["now"].summary() == found["then"].summary()  # the ratio did not move, nor did either side
+    said = speed_drift.original_said([first, second], second)
+    assert "x1.50" in said and "the rounds of each session's variants pooled" in said  # the session line pools
+
+
+def test_the_committed_drift_figures_agree_with_their_ratios():
+    sessions = speedcheck.sessions()
+    session = next(s for s in sessions if s.name == "2026-11-29-fp32-bf16")
+    found = speed_drift.drift(sessions, session, "decode squad")
+    assert f"{found['original']:.2f}" == "1.04" and f"{found['project']:.2f}" == "1.16"
+    moved = found["now"].summary()[0] / found["then"].summary()[0]
+    assert abs(found["project"] / found["original"] - moved) < 0.01  # 1.16 / 1.04 against 2.11 / 1.90
+    assert "in 2026-11-29-fp32-bf16 it ran x1.04-1.24 of its examples/s in 2026-11-26-fp32" in speed.in_short(sessions)
+
+
+def test_the_fused_sessions_what_says_only_what_its_records_show():
+    """audit4 4-S2: no record lists the processes, so 'no other process started during them' is not said; the
+    loads are the records'."""
+    session = next(s for s in speedcheck.sessions() if s.name == "2026-11-29-fp32-fused")
+    low, high = speedcheck.loads(session)
+    assert "no other process" not in session.meta["what"]
+    assert f"1-minute load {low:.2f}-{high:.2f}" in session.meta["what"]
+    command = (speedcheck.ROOT / session.name / "command.txt").read_text(encoding="utf-8")
+    assert "nothing else running" not in command and f"1-minute {low:.2f}-{high:.2f}" in command
