@@ -212,9 +212,11 @@ def grid_heading(table2: dict, grid: list[dict]) -> str:
 
 
 def grid_values(table2: dict) -> dict[str, str]:
-    """Table 2's runs on the H200: how many of each task, their iterations and validation interval (from the
-    command), the machine; and whether the record holds their minutes."""
-    grid = [r for r in table2["runs"] if r["machine"] == "h200"]
+    """Table 2's runs on the H200 (those later replaced in Table 2 too, kept under the record's `replaced`): how
+    many of each task, their iterations and validation interval (from the command), the machine; and whether the
+    record holds their minutes."""
+    replaced = table2.get("replaced", {})
+    grid = [r for r in table2["runs"] + [r for t in replaced.values() for r in t["runs"]] if r["machine"] == "h200"]
     rows = []
     for task, label in (("woz.en", "WOZ"), ("srl", "QA-SRL")):
         runs = [r for r in grid if r["task"] == task]
@@ -228,7 +230,8 @@ def grid_values(table2: dict) -> dict[str, str]:
     versions = f"{' and '.join(unrecorded)} version{'s' * (len(unrecorded) > 1)} not recorded"
     return {"grid_machine": records.describe_machine(machine) + (f" ({versions})" if unrecorded else ""),
             "grid_heading": grid_heading(table2, grid),
-            "grid_table": table(["runs", "task", "iterations", "seeds", "each run (min)"], rows, "rllll")}
+            "grid_table": table(["runs", "task", "iterations", "seeds", "each run (min)"], rows, "rllll"),
+            "grid_replaced": "".join(f"\n\n{t['why']}" for t in replaced.values())}
 
 
 def values(record: dict | None = None, table2: dict | None = None) -> dict[str, str]:

@@ -60,10 +60,23 @@ def test_a_column_the_run_did_not_keep_is_left_out_of_its_table():
 def test_the_grid_shows_minutes_only_where_table2_holds_them():
     table2 = copy.deepcopy(records.load("table2"))
     assert "not recorded" in gpu.grid_values(table2)["grid_table"]
-    for r in table2["runs"]:
+    for r in table2["runs"] + [r for t in table2.get("replaced", {}).values() for r in t["runs"]]:
         if r["machine"] == "h200" and r["task"] == "woz.en":
             r["minutes"] = 4.0 if r["seed"] == 7 else 5.5
     assert "| 8 | WOZ | 1,800 (validation every 150) | 7, 123 | 4.0-5.5 |" in gpu.grid_values(table2)["grid_table"]
+
+
+def test_runs_replaced_in_table2_stay_on_the_gpu_page_with_why():
+    """The H200's WOZ runs, replaced in Table 2 by runs that kept curves and per-example records, are still the
+    GPU grid's: the page lists them and says why they left Table 2."""
+    table2 = copy.deepcopy(records.load("table2"))
+    if "woz.en" not in table2.get("replaced", {}):
+        gone = [r for r in table2["runs"] if r["machine"] == "h200" and r["task"] == "woz.en"]
+        table2["runs"] = [r for r in table2["runs"] if r not in gone]
+        table2["replaced"] = {"woz.en": {"runs": gone, "why": "Replaced in Table 2 by the xeon runs."}}
+    found = gpu.grid_values(table2)
+    assert "| 8 | WOZ | 1,800 (validation every 150) | 7, 123 |" in found["grid_table"]
+    assert found["grid_replaced"].startswith("\n\n") and "Replaced in Table 2" in found["grid_replaced"]
 
 
 def test_the_gpu_seed_is_set_beside_the_cpu_spread_without_a_verdict():
