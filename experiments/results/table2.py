@@ -325,13 +325,27 @@ def mwsc_values(record: dict, floors: dict) -> dict[str, str]:
             "mwsc_answerer": floors["schema"]["answerer"], "mwsc_floor": num(floor)}
 
 
+PLOTS = {"srl": ("QA-SRL", "table2_srl.png"), "woz.en": ("WOZ", "table2_woz.png")}  # of runs whose curves are gone
+
+
+def plots(record: dict) -> str:
+    """The plots kept of runs that kept no curve (each task's while it has such runs in the record)."""
+    shown = {t: sorted({r["seed"] for r in record["runs"] if r["task"] == t and not r["curve"]}, reverse=True)
+             for t in PLOTS}
+    shown = {t: seeds for t, seeds in shown.items() if seeds}
+    if not shown:
+        return "No plot is kept: every run's curve is in the record."
+    seeds = words(list(dict.fromkeys(s for found in shown.values() for s in found)))
+    return (f"Plots kept from the runs of seeds {seeds} (not regenerated: those runs' curves were not committed):"
+            + "".join(f"\n\n![{PLOTS[t][0]} curves]({PLOTS[t][1]})" for t in shown))
+
+
 def values(record: dict | None = None, floors: dict | None = None) -> dict[str, str]:
     """The placeholders of templates/table2.md."""
     record = record or records.load("table2")
     floors = floors if floors is not None else records.floors()
     found = judged(record, floors)
     verdicts, tally, by_task = steps(record, floors, found)
-    plotted = [r["seed"] for r in record["runs"] if r["task"] in ("srl", "woz.en") and not r["curve"]]
     return {
         "date": record["date"], "source": record["source"], "plan_table": planned.section("table2"),
         "plan_min_seeds": str(records.load("plan")["min_seeds"]), "plan_assumed": records.load("plan")["assumed"],
@@ -348,7 +362,7 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
         **mwsc_values(record, floors), "woz_floor": floors_text(floors["woz.en"], "joint goal EM"),
         "srl_rising": rising_text(record, "srl", "QA-SRL", "table2_srl.png"),
         "woz_rising": rising_text(record, "woz.en", "WOZ", "table2_woz.png"),
-        "plot_seeds": words(list(dict.fromkeys(plotted))) or "none",
+        "plots": plots(record),
         "machine_check": machine_check(record), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record),
         "mwsc_every": validation_points(record, "schema"), "sst_runs": sst_runs(record),
         "commands": commands(record),

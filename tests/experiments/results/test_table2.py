@@ -2,6 +2,7 @@
 every step."""
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -210,3 +211,16 @@ def test_the_pages_say_the_intervals_few_seed_correction_and_what_a_budget_at_th
             assert "its verdict would be about the floor (not tested or fails), not about the paper's change" in flat
     assert "doubled where a curve still rises or where that is unknown (no curve kept)" in " ".join(
         texts["zero_shot"].split())
+
+
+def test_a_plot_is_shown_only_while_runs_without_curves_stand_in_the_record():
+    record = copy.deepcopy(records.load("table2"))
+    shown = table2.plots(record)
+    assert "table2_srl.png" in shown
+    for run in record["runs"]:
+        if run["task"] == "woz.en":
+            run["curve"] = run["curve"] or [[150, 0.0], [300, 1.0]]
+    assert "table2_woz.png" not in table2.plots(record) and "table2_srl.png" in table2.plots(record)
+    for run in record["runs"]:
+        run["curve"] = run["curve"] or [[150, 0.0], [300, 1.0]]
+    assert table2.plots(record).startswith("No plot is kept")
