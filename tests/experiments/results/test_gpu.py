@@ -76,7 +76,8 @@ def test_runs_replaced_in_table2_stay_on_the_gpu_page_with_why():
         table2["replaced"] = {"woz.en": {"runs": gone, "why": "Replaced in Table 2 by the xeon runs."}}
     found = gpu.grid_values(table2)
     assert "| 8 | WOZ | 1,800 (validation every 150) | 7, 123 |" in found["grid_table"]
-    assert found["grid_replaced"].startswith("\n\n") and "Replaced in Table 2" in found["grid_replaced"]
+    why = table2["replaced"]["woz.en"]["why"]
+    assert found["grid_replaced"] == f"\n\n{why}" and "table2_woz.png" in records.load("table2")["replaced"]["woz.en"]["why"]
 
 
 def test_the_gpu_seed_is_set_beside_the_cpu_spread_without_a_verdict():

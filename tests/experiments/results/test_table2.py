@@ -148,13 +148,14 @@ def test_the_verdicts_resting_on_unknown_curves_are_counted():
 
 
 def test_the_committed_record_s_rising_sources_and_caveats():
-    """QA-SRL's flags come from table2_srl.png for seeds 123 and 7 and from seed 11's own curves; WOZ's eight runs
-    kept no curve and no reading, so its 3 underpowered steps hold only if they had stopped rising."""
+    """QA-SRL's flags come from table2_srl.png for seeds 123 and 7 and from seed 11's own curves; WOZ's runs keep
+    their curves (the H200's, which kept none, were replaced), so no verdict rests on an unknown rise."""
     record, floors = records.load("table2"), records.floors()
     said = table2.rising_text(record, "srl", "QA-SRL", "table2_srl.png")
     assert "(`table2_srl.png` for 8 runs of seeds 123 and 7, their own curves for 4 runs of seed 11)" in said
     found = table2.judged(record, floors)
-    assert table2.held_if_flat(found).startswith(" (the 3 on WOZ hold only if")
+    assert table2.held_if_flat(found) == "" and all(r["curve"] for r in record["runs"] if r["task"] == "woz.en")
+    assert "woz.en" in record["replaced"] and "woz.en" not in record["summaries"]
     assert "summaries' rounding to 0.1" in record["source"] and "summaries' rounding to 0.1" in table2.__doc__
 
 
@@ -194,7 +195,8 @@ def test_the_grid_command_says_the_plan_its_recorded_runs_were_made_under():
     """audit4 4-T4: grid.sh runs today's plan (plan.json), which may differ from the one the record's runs were made
     under (MWSC: 5 seeds × 800 iterations)."""
     said = table2.commands(records.load("table2"))
-    assert "the record's runs, MWSC 5 seeds × 800 iterations, SST 5 seeds × 1,200, were the plan then" in said
+    assert ("the record's runs, MWSC 5 seeds × 800 iterations, SST 5 seeds × 1,200, WOZ 3 seeds × 1,800, were the plan "
+            "then") in said
 
 
 def test_the_pages_say_the_intervals_few_seed_correction_and_what_a_budget_at_the_floor_would_judge():
