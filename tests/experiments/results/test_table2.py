@@ -195,7 +195,7 @@ def test_the_grid_command_says_the_plan_its_recorded_runs_were_made_under():
     """audit4 4-T4: grid.sh runs today's plan (plan.json), which may differ from the one the record's runs were made
     under (MWSC: 5 seeds × 800 iterations)."""
     said = table2.commands(records.load("table2"))
-    assert ("the record's runs, MWSC 5 seeds × 800 iterations, SST 5 seeds × 1,200, WOZ 3 seeds × 1,800, were the plan "
+    assert ("the record's runs, MWSC 5 seeds × 800 iterations, SST 5 seeds × 1,200, WOZ 4 seeds × 1,800, were the plan "
             "then") in said
 
 
