@@ -172,7 +172,12 @@ def run(args) -> int:
 def finished_at(out: Path) -> int | None:
     """The iterations a finished run in `out` was asked for (its curve.json), None when it has not finished."""
     path = out / "curve.json"
-    return json.loads(path.read_text(encoding="utf-8"))["iterations"] if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        return int(json.loads(path.read_text(encoding="utf-8"))["iterations"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"error: {path}: not a finished run's curve ({exc}); move it aside to run {out} afresh")
 
 
 def so_far(out: Path) -> dict | None:

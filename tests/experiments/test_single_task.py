@@ -94,3 +94,9 @@ def test_a_finished_run_continues_to_a_longer_budget_as_one_run_of_that_length(w
     capsys.readouterr()
     assert single_task.main(command(workdir, tmp_path / "grown", iterations=4)) == 0
     assert "finished at 6 iterations (asked 4): nothing to do" in capsys.readouterr().out
+
+
+def test_an_unreadable_curve_ends_in_one_message_naming_it(tmp_path):
+    (tmp_path / "curve.json").write_text("{not json")
+    with pytest.raises(SystemExit, match=r"curve.json: not a finished run's curve .*move it aside"):
+        single_task.finished_at(tmp_path)
