@@ -2,15 +2,11 @@
 each unpacked path's ratios on either side of the width from which mqan.unpacked runs it."""
 from __future__ import annotations
 
-import argparse
 import json
 
 from bench.lstm_paths import table
 from experiments.results import records
 from mqan import unpacked
-
-MODULE = "experiments.results.lstm_paths"  # its name in pages.GENERATED (run as a script it is __main__)
-
 
 def render_page(name: str) -> str:
     """The page `name` (docs/results/profiles/<page>.md, `make results`) from the record beside it (<page>.json)."""
@@ -52,22 +48,3 @@ def page(found: dict, source: str | None = None) -> str:
             f"Packed / the path, over this table's rows: `directions` {spans(found['rows'], 'directions')}; "
             f"`staircase` {spans(found['rows'], 'staircase')}. One BiLSTM per call, not a whole step: no whole "
             f"training or decoding step is in this record.\n")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m experiments.results.lstm_paths [--check]`: write (or compare) the pages this module renders, as
-    `make results` does with every page."""
-    from experiments.results import pages  # pages names this module; imported here, not at load
-
-    ap = argparse.ArgumentParser(prog="python -m experiments.results.lstm_paths", description=main.__doc__)
-    ap.add_argument("--check", action="store_true", help="compare only; exit 1 when a page differs")
-    args = ap.parse_args(argv)
-    names = tuple(page for page, module in pages.GENERATED.items() if module == MODULE)
-    differ = pages.differences(write=not args.check, names=names)
-    for page in differ:
-        print(f"{'differs from its record' if args.check else 'wrote'}: {page}")
-    return 1 if args.check and differ else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

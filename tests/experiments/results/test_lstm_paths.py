@@ -26,8 +26,3 @@ def test_the_committed_profile_pages_are_what_make_results_renders_from_their_re
         committed = (record.ROOT / page).read_text(encoding="utf-8")
         assert committed == pages.render(page) == lstm_paths.render_page(page)
         assert f"OMP_WAIT_POLICY={wait}" in committed and "by hand" not in committed
-
-
-def test_the_module_runs_as_a_script_and_checks_its_pages():
-    """audit4 4-L1: `python -m experiments.results.lstm_paths` ended in NameError (no `main`)."""
-    assert lstm_paths.main(["--check"]) == 0
