@@ -12,9 +12,11 @@
 # Table 3's and the zero-shot models, once finished, are asked the renamed SST questions in their slot (`deca
 # evaluate`, kept per example as zero_shot.json.gz with zero_shot_figures.json; a model finished but not yet asked
 # is asked on the next call). As each run ends (and at the end) every finished run is copied to EXPORT (curve.json,
-# examples.json.gz and the renamed answers: no model) with machine.json. Finished runs are skipped: run it again to
-# go on; a run finished at fewer iterations than the plan now asks (a budget doubled where a curve still rose) is
-# continued from its kept state. A SIGTERM or SIGINT to the grid (`kill <pid>`, the pid its first line prints)
+# examples.json.gz and the renamed answers: no model) with machine.json. Finished runs are skipped, those in GRID_OUT
+# and Table 2's in its committed record at the plan's budget (`plan runs` leaves them out, so a fresh machine goes
+# on where the last one stopped): run it again to go on; a run finished at fewer iterations than the plan now asks
+# (a budget doubled where a curve still rose) is continued from its kept state. Table 2 runs at the plan's new
+# budget wait in the record's `pending` (experiments/results/pending.py) until the plan's seeds are all in. A SIGTERM or SIGINT to the grid (`kill <pid>`, the pid its first line prints)
 # stops its runs the same way (state saved, finished runs exported). DRY_RUN=1 lists each pending run's folder and
 # command.
 #
@@ -72,6 +74,7 @@ TASKS=${TASKS:-}            # only these tasks (Table 2: sst srl woz.en schema; 
 TABLE3_WORKDIR=${TABLE3_WORKDIR:-checkpoints/table3}  # the five tasks' data and vocabulary (experiments/table3.py prepare)
 DRY_RUN=${DRY_RUN:-}        # 1: print each pending run's folder and command, and run nothing
 LIMIT=${LIMIT:-}            # at most this many planned runs (a rehearsal)
+ALL=${ALL:-}                # 1: Table 2's runs recorded at the planned budget too (a rehearsal, a rerun elsewhere)
 OVERLAY=${OVERLAY:-infra/params/glove.yaml}
 WORKDIR=${WORKDIR:-checkpoints/readme-experiment}
 SET=${SET:-}
@@ -82,7 +85,7 @@ declare -A STRATEGY=([fully_joint]=fully_joint [anti_curriculum]=custom [curricu
 TABLE3_TASKS=squad_dev,sst,srl,woz.en,schema
 
 # the planned runs not yet finished: "table task variant seed iterations"
-mapfile -t planned < <("$PY" -m experiments.plan runs)
+mapfile -t planned < <("$PY" -m experiments.plan runs ${ALL:+--all})
 todo=()
 for line in "${planned[@]}"; do
   read -r table task variant seed iters <<<"$line"

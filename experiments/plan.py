@@ -226,14 +226,27 @@ def make() -> dict:
             "steps": steps, "planned_runs": runs(steps)}
 
 
-def run_lines(plan: dict) -> list[str]:
-    """`table task variant seed iterations` for every planned run of Table 2, of Table 3 (task "all": its five
-    tasks; variant: the strategy) and of the single-task zero-shot groups (the five-task zero-shot group asks
-    Table 3's runs)."""
+def recorded_table2() -> dict[str, int]:
+    """Each Table 2 run in the committed record, its runs and those waiting in `pending`, with its iterations:
+    a run recorded at the plan's budget is done on any machine (grid.sh's own check sees only its GRID_OUT)."""
+    record = records.load("table2")
+    found = record["runs"] + [r for e in record.get("pending", {}).values() for r in e["runs"]]
+    done: dict[str, int] = {}
+    for r in found:
+        its = r.get("iterations") or record["iterations"][r["task"]]
+        done[r["name"]] = max(done.get(r["name"], 0), its)
+    return done
+
+
+def run_lines(plan: dict, recorded_too: bool = False) -> list[str]:
+    """`table task variant seed iterations` for every planned run of Table 2 not in its record at the planned
+    iterations (every one with `recorded_too`), of Table 3 (task "all": its five tasks; variant: the strategy) and of the single-task zero-shot
+    groups (the five-task zero-shot group asks Table 3's runs)."""
     lines = []
+    done = {} if recorded_too else recorded_table2()
     for task, cell in plan["planned_runs"].get("table2", {}).items():
         lines += [f"table2 {task} {v} {seed} {cell['iterations']}" for seed in plan["seeds"][:cell["seeds"]]
-                  for v in table2.VARIANTS]
+                  for v in table2.VARIANTS if done.get(f"{task}-{v}-s{seed}", 0) < cell["iterations"]]
     for task, cell in plan["planned_runs"].get("table3", {}).items():
         lines += [f"table3 {task} {s} {seed} {cell['iterations']}" for seed in plan["seeds"][:cell["seeds"]]
                   for s in table3.STRATEGIES]
@@ -250,9 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", nargs="?", default="write", choices=("write", "runs"),
                     help="write: docs/results/records/plan.json; runs: print the planned runs (from plan.json)")
+    ap.add_argument("--all", action="store_true",
+                    help="runs: Table 2's runs recorded at the planned budget too (a rehearsal, or rerunning them on "
+                         "another machine)")
     args = ap.parse_args(argv)
     if args.what == "runs":
-        print("\n".join(run_lines(records.load("plan"))))
+        print("\n".join(run_lines(records.load("plan"), args.all)))
         return 0
     try:
         plan = make()

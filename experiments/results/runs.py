@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from bench.record import commit, this_machine
-from experiments.results import examples, grid_runs, records
+from experiments.results import examples, grid_runs, pending, records, table2
 
 
 def params_digest(run: dict) -> str:
@@ -66,18 +66,41 @@ def add(record_name: str, folders: list[Path], machine: str, made_at: str | None
         described: dict | None = None) -> dict:
     """The record with `folders`' runs in place of those of the same name, their per-example records beside it,
     and the machine (this one unless `described`) under `machine`. Every folder is read and checked before
-    anything is written."""
+    anything is written. Table 2: a run at another budget than its task's runs waits in `pending`
+    (experiments/results/pending.py) until the plan's seeds and variants at that budget are all in."""
     path = records.RECORDS / f"{record_name}.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     new = [from_folder(f, machine, made_at) for f in folders]
     kept = {f.name: examples.read(f / examples.FILE) for f in folders if (f / examples.FILE).is_file()}
-    names = {r["name"] for r in new}
-    record["runs"] = [r for r in record["runs"] if r["name"] not in names] + new
+    staged = [r for r in new if record_name == "table2" and pending.waits(record, r)]
+    now = [r for r in new if r not in staged]
+    names = {r["name"] for r in now}
+    record["runs"] = [r for r in record["runs"] if r["name"] not in names] + now
     record["machines"][machine] = described or this_machine()
-    for name, found in kept.items():
-        examples.write(examples.DIR / record_name / f"{name}.json.gz", found)
-    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    for name in names & kept.keys():
+        examples.write(examples.DIR / record_name / f"{name}.json.gz", kept[name])
+    for run in staged:
+        pending.stage(record, run, kept.get(run["name"]))
+    moves: list = []
+    if staged:
+        promoted, moves = pending.promote(record, records.load("plan"), table2.VARIANTS)
+        for task in promoted:
+            print(f"{task}: every run the plan asks at {record_iterations(record, task)} iterations is in; they "
+                  "replace the task's runs (the old ones under the record's `replaced`)")
+        for task, entry in record.get("pending", {}).items():
+            left = pending.missing(record, records.load("plan"), task, table2.VARIANTS)
+            print(f"{task}: {len(entry['runs'])} runs at {entry['iterations']:,} iterations wait in the record's "
+                  f"`pending` ({len(left)} more the plan asks: {', '.join(f'{v}-s{s}' for v, s in left[:8])}"
+                  f"{' ...' if len(left) > 8 else ''})")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    pending.move_all(moves)
     return record
+
+
+def record_iterations(record: dict, task: str) -> str:
+    return "/".join(f"{i:,}" for i in sorted(pending.budgets(record, task)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from eval.stats import t_quantile
 from eval.steps import Judged, Step, judge_steps
 from eval.verdict import rising_unknown, still_rising
 from eval.compare import PAPER_TABLE2, TABLE2_NAMES, TABLE2_VARIANTS
-from experiments.results import examples, planned, records
+from experiments.results import examples, pending, planned, records
 from experiments.results.render import (floor_cell, floor_of, interval, mde_cell, mean_sd, num, p_cell, table,
                                         verdict_cell)
 
@@ -328,6 +328,23 @@ def mwsc_values(record: dict, floors: dict) -> dict[str, str]:
 PLOTS = {"srl": ("QA-SRL", "table2_srl.png"), "woz.en": ("WOZ", "table2_woz.png")}  # of runs whose curves are gone
 
 
+def pending_text(record: dict, plan: dict) -> str:
+    """What waits in the record's `pending` (experiments/results/pending.py): per task, the budget, the runs in
+    and how many more the plan asks before they replace the task's runs."""
+    parts = []
+    for task, entry in record.get("pending", {}).items():
+        n, left = len(entry["runs"]), len(pending.missing(record, plan, task, VARIANTS))
+        seeds = sorted({r["seed"] for r in entry["runs"]}, key=plan["seeds"].index)
+        parts.append(f"{TASKS[task].split(' (')[0]} at {entry['iterations']:,} iterations, the plan's budget: "
+                     f"{runs_of_seeds([r['seed'] for r in sorted(entry['runs'], key=lambda r: seeds.index(r['seed']))])}"
+                     f" in, {left} more to come; the cells above use them once the plan's seeds are all in")
+    if not parts:
+        return "none: every finished run is in the tables."
+    return ("; ".join(parts) + ". They wait in the record's `pending` with their curves and per-example records "
+            "(docs/results/records/examples/table2/pending/), so that no cell mixes budgets and a run finished "
+            "on a machine that is gone is kept.")
+
+
 def plots(record: dict) -> str:
     """The plots kept of runs that kept no curve (each task's while it has such runs in the record)."""
     shown = {t: sorted({r["seed"] for r in record["runs"] if r["task"] == t and not r["curve"]}, reverse=True)
@@ -362,7 +379,7 @@ def values(record: dict | None = None, floors: dict | None = None) -> dict[str, 
         **mwsc_values(record, floors), "woz_floor": floors_text(floors["woz.en"], "joint goal EM"),
         "srl_rising": rising_text(record, "srl", "QA-SRL", "table2_srl.png"),
         "woz_rising": rising_text(record, "woz.en", "WOZ", "table2_woz.png"),
-        "plots": plots(record),
+        "plots": plots(record), "pending": pending_text(record, records.load("plan")),
         "machine_check": machine_check(record), "t_two_seeds": num(t_quantile(1)), "mwsc_runs": mwsc_runs(record),
         "mwsc_every": validation_points(record, "schema"), "sst_runs": sst_runs(record),
         "commands": commands(record),

@@ -49,7 +49,7 @@ def test_the_grid_runs_the_plan_and_exports_per_example_records(tmp_path):
     if not (SHARED_CORPORA / "schema").is_dir():
         pytest.skip(f"real corpora not found at {SHARED_CORPORA}")
     env = {**os.environ, "DECA_SHARED_CORPORA": str(SHARED_CORPORA), "DEVICE": "cpu", "PARALLEL": "2",
-           "ITERS_SCALE": "0.01", "TABLES": "table2", "TASKS": "schema", "LIMIT": "2", "BUDGET_S": "400",
+           "ITERS_SCALE": "0.01", "TABLES": "table2", "TASKS": "schema", "ALL": "1", "LIMIT": "2", "BUDGET_S": "400",
            "MIN_RUN_S": "30", "GRID_OUT": str(tmp_path / "runs"), "EXPORT": str(tmp_path / "export"),
            "WORKDIR": str(tmp_path / "work"), "SET": TINY, "PY": str(ROOT / ".venv" / "bin" / "python"),
            "PYTHONPATH": str(ROOT)}
