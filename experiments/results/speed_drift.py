@@ -134,9 +134,12 @@ def flagged_said(sessions: list[speedcheck.Session], cpu: str) -> str:
         session = next(s for s in sessions if s.name == name)
         found = [d for d in (drift(sessions, session, c) for c in cases) if d]
         if found and flagged(sessions, session, cases):
-            low, high = min(d["original"] for d in found), max(d["original"] for d in found)
+            by_ref: dict[str, list[float]] = {}
+            for d in found:  # each case against the session before that measured it
+                by_ref.setdefault(d["ref"].name, []).append(d["original"])
             who = "it" if parts else "the unchanged original"
-            parts.append(f"in {name} {who} ran {span(low, high)} of its examples/s in {found[0]['ref'].name}")
+            parts.append(f"in {name} {who} ran " + " and ".join(f"{span(min(v), max(v))} of its examples/s in {ref}"
+                                                                for ref, v in by_ref.items()))
     return f" ({'; '.join(parts)}: see 'The headline's sessions')" if parts else ""
 
 
