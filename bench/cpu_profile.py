@@ -1,7 +1,8 @@
 """Where a CPU training step and a greedy decoding spend their time, by operator: torch.profiler's
 `key_averages` table (top operators by self CPU time) of one SQuAD- and one SST-shaped training step, and of
-greedy decoding of 256 SQuAD and SST rows (50 steps, EOS suppressed), on bench/model.py's model and batches.
-Each file starts with the command, the commit, the date, the CPU and the load before and after.
+greedy decoding of 256 SQuAD and SST rows (50 steps, EOS suppressed), on bench/model.py's model and
+bench/batches.py's batches. Each file starts with the command, the commit, the date, the CPU and the load
+before and after.
 
     python -m bench.cpu_profile --raw ../shared/corpora    # docs/results/profiles/cpu_train.txt, cpu_decode.txt
 
@@ -17,7 +18,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from bench import record
-from bench.model import SHARED, budget_batches, make_vocab, middle, read_task
+from bench.batches import SHARED, budget_batches, make_vocab, middle, read_task
 from bench.speedcheck_case import harness_optimizer, model_config, optimizer_step
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate

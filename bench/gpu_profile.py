@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from bench import model as bm
+from bench.batches import SHARED, budget_batches, make_vocab, middle, read_task
 from bench.speedcheck_case import harness_optimizer, model_config, optimizer_step, sync
 from mqan import precision as precisions
 from mqan.batch import collate
@@ -63,7 +63,7 @@ def exact_batches(rows: list[dict], budget: int) -> list[list[dict]]:
     groups: dict[tuple[int, int], list[dict]] = {}
     for r in rows:
         groups.setdefault((len(r["context_tokens"]), len(r["question_tokens"])), []).append(r)
-    batches = [b for g in groups.values() for b in bm.budget_batches(g, budget)]
+    batches = [b for g in groups.values() for b in budget_batches(g, budget)]
     return sorted(batches, key=len, reverse=True)
 
 
@@ -101,7 +101,7 @@ def phases(model, vocab, data: dict, decode_rows: dict, args, device, precision:
         if bucketing == "exact":
             batches = exact_batches(data[task], args.budget)[: max(1, args.steps)]
         else:
-            batches = bm.budget_batches(data[task], args.budget)
+            batches = budget_batches(data[task], args.budget)
             batches = batches[len(batches) // 2:][: max(1, args.steps)]
         picked = [collate(b, vocab, device) for b in batches]
         state = {"i": 0}
@@ -127,7 +127,7 @@ def phases(model, vocab, data: dict, decode_rows: dict, args, device, precision:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
-    ap.add_argument("--raw", type=Path, default=bm.SHARED, help="corpora mirror (SQuAD dev, SST)")
+    ap.add_argument("--raw", type=Path, default=SHARED, help="corpora mirror (SQuAD dev, SST)")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per phase, then as many profiled (default 10)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--budget", type=int, default=10000, help="token budget per training batch (paper: 10000)")
@@ -137,7 +137,7 @@ def parser() -> argparse.ArgumentParser:
                     help="comma-separated precision[+graphs]: fp32 or bf16, +graphs = greedy decoding with one step "
                          "captured as a CUDA graph (training steps are profiled once per precision); default %(default)s")
     ap.add_argument("--bucketing", default="budget", help="training batches: budget (length-sorted, cut by the "
-                    "budget, as bench/model.py), exact (one context and question length per batch), or both: "
+                    "budget, as bench/batches.py), exact (one context and question length per batch), or both: "
                     "budget,exact (default %(default)s)")
     ap.add_argument("--launch-us", type=float, default=4.0, help="cost of one launch for the floor (default 4 us)")
     ap.add_argument("--threads", type=int, default=2)
@@ -150,11 +150,11 @@ def setup(args, device: torch.device):
     as bench/model.py builds it, with frozen random 400-d vectors."""
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    data = {"squad": bm.read_task("squad", "validation", args.raw, 3000, 0),
-            "sst": bm.read_task("sst", "train", args.raw, 3000, 0)}
-    decode_rows = {"sst": bm.middle(bm.read_task("sst", "validation", args.raw, 10**6, 0), args.decode_batch),
-                   "squad": bm.middle(data["squad"], args.decode_batch)}
-    vocab = bm.make_vocab([r for rows in data.values() for r in rows], 50000)
+    data = {"squad": read_task("squad", "validation", args.raw, 3000, 0),
+            "sst": read_task("sst", "train", args.raw, 3000, 0)}
+    decode_rows = {"sst": middle(read_task("sst", "validation", args.raw, 10**6, 0), args.decode_batch),
+                   "squad": middle(data["squad"], args.decode_batch)}
+    vocab = make_vocab([r for rows in data.values() for r in rows], 50000)
     vectors = VectorSource.from_arrays("random-400", [t.strip() for t in vocab.itos],
                                        torch.randn(len(vocab), 400).numpy())
     model = build_model(model_config(argparse.Namespace(variant="mqan", recompute_encoder=False), None), vocab,

@@ -33,9 +33,10 @@ from pathlib import Path
 
 import torch
 
+# ../shared/speedcheck imports read_task, middle, make_vocab and budget_batches from here (bench/batches.py's)
+from bench.batches import SHARED, budget_batches, make_vocab, middle, read_task
 # the harness (../shared/speedcheck) calls bench.model.speedcheck_case, or without it bench.model.model_config
 from bench.speedcheck_case import harness_optimizer, model_config, optimizer_step, speedcheck_case  # noqa: F401
-from deca.text import normalize_space, tokenize
 from mqan import precision as precisions
 from mqan.allocator import keep_large_blocks
 from mqan.batch import collate
@@ -44,7 +45,6 @@ from mqan.vectors import VectorSource
 from mqan.vocab import EOS_ID, Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "corpora"
 
 
 def with_root_on_path() -> dict[str, str]:
@@ -57,66 +57,6 @@ def with_root_on_path() -> dict[str, str]:
 
 CONFIGS = {"fp32": ("fp32", False), "bf16": ("bf16", False), "int8": ("int8", False),
            "fp32-glibc-malloc": ("fp32", True)}  # name -> (precision, glibc's default malloc)
-
-
-def _row(context: str, question: str, answer: str) -> dict:
-    c, q, a = (normalize_space(x).lower() for x in (context, question, answer))
-    return {"context_tokens": tokenize(c), "question_tokens": tokenize(q), "answer_tokens": tokenize(a)}
-
-
-def read_task(name: str, split: str, raw: Path, limit: int, seed: int) -> list[dict]:
-    """Up to `limit` random examples of a task split as token rows: via the task registry when the task is
-    registered (deca.tasks), else by parsing the official SQuAD JSON / SST CSV directly."""
-    from deca.registry import Dropped, all_tasks
-
-    task = all_tasks().get(name)
-    if task is not None:
-        examples = [e for e in task.read(split, task.files(split, raw), task.make_options()) if not isinstance(e, Dropped)]
-        triples = [(e.context, e.question, e.answer) for e in examples]
-    elif name == "squad":
-        data = json.loads((raw / "squad" / "dev-v1.1.json").read_text(encoding="utf-8"))["data"]
-        triples = [(p["context"], qa["question"], qa["answers"][0]["text"])
-                   for art in data for p in art["paragraphs"] for qa in p["qas"]]
-    else:
-        import csv
-
-        f = {"train": "train", "validation": "dev"}[split]
-        with open(raw / "sst" / f"{f}_binary_sent.csv", encoding="utf-8", newline="") as fh:
-            rows = list(csv.reader(fh))[1:]
-        triples = [(r[-1], "Is this review negative or positive?", ["negative", "positive"][int(r[0])]) for r in rows]
-    random.Random(seed).shuffle(triples)
-    return [_row(*t) for t in triples[:limit]]
-
-
-def cost(r: dict) -> int:
-    return len(r["context_tokens"]) + len(r["question_tokens"]) + 5 * len(r["answer_tokens"])
-
-
-def budget_batches(rows: list[dict], budget: int) -> list[list[dict]]:
-    """Sort by length (as the bucketing pools do), then cut consecutive batches within the budget."""
-    rows = sorted(rows, key=lambda r: (len(r["context_tokens"]), len(r["answer_tokens"])))
-    batches, cur, total = [], [], 0
-    for r in rows:
-        if cur and total + cost(r) > budget:
-            batches.append(cur)
-            cur, total = [], 0
-        cur.append(r)
-        total += cost(r)
-    return batches + ([cur] if cur else [])
-
-
-def middle(rows: list[dict], n: int) -> list[dict]:
-    """The `n` rows around the median context length: validation batches come from length-sorted data."""
-    rows = sorted(rows, key=lambda r: len(r["context_tokens"]))
-    start = max(0, (len(rows) - n) // 2)
-    return rows[start:start + n]
-
-
-def make_vocab(rows: list[dict], size: int) -> Vocab:
-    counts = Counter(t for r in rows for k in ("context_tokens", "question_tokens", "answer_tokens") for t in r[k])
-    tokens = [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))][: size - 4]
-    tokens += [f"<filler {i}>" for i in range(size - 4 - len(tokens))]
-    return Vocab.from_tokens(tokens, size)
 
 
 def peak_rss_gb() -> float:

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from bench import record as bench_record
 from deca.schema import shards
-from pipelines.contamination import FIELDS, normalize, read_shard
+from pipelines.contamination import FIELDS, read_shard
+from pipelines.contamination_hashes import normalize
 
 TOP = 3  # texts found whole kept per field, the most frequent
 RECORD = bench_record.ROOT / "docs" / "results" / "records" / "contamination.json"

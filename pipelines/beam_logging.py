@@ -1,5 +1,5 @@
-"""Beam's log noise quieted: imported before apache_beam (beam_options and dask_runner import it first), so the
-filters are in place when Beam's import logs."""
+"""Beam's log noise quieted: imported before apache_beam (beam_options, dask_runner and dask_bags import it
+first), so the filters are in place when Beam's import logs."""
 from __future__ import annotations
 
 import logging

@@ -33,7 +33,7 @@ PASS_THROUGH = "beam_args"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from pipelines.contamination import COMMON_MIN, COMMON_SHARE, NGRAM
+    from pipelines.contamination_hashes import COMMON_MIN, COMMON_SHARE, NGRAM
 
     parser.add_argument("--tasks", nargs="+", metavar="SEL",
                         help="tasks whose validation and test splits are checked, and whose training splits they "

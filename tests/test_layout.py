@@ -38,7 +38,8 @@ LAYERS = {
 MAX_FUNCTION_LINES = 60
 
 # The only files that may import ray / mlflow (directly, anywhere in the file).
-RAY_FILES = {"train/driver.py", "train/worker.py", "train/progress.py", "train/local_mode.py", "infer/serve/ray_app.py"}
+RAY_FILES = {"train/driver.py", "train/ray_session.py", "train/worker.py", "train/progress.py", "train/local_mode.py",
+             "infer/serve/ray_app.py"}
 MLFLOW_FILES = {"deca/metric_logging.py", "eval/compare.py", "train/tracking.py", "infer/mlflow_model.py", "infer/model_uri.py",
                 "infer/mlflow_entry.py", "infer/mlflow_errors.py", "infer/registry.py", "infer/registry_webhook.py"}
 

@@ -1,8 +1,9 @@
 """The driver side of `deca train`: checks, the MLflow run, Ray, the TorchTrainer and the progress bar.
 
 Locally `fit` starts its own Ray (quiet, no dashboard) unless Ray is already initialized; with
-RAY_ADDRESS set it joins that cluster. With `train.num_workers: 0` it starts no Ray at all: Ray Train's
-local mode runs the same worker function in this process (train/local_mode.py). Runs live in
+RAY_ADDRESS set it joins that cluster (train/ray_session.py, which also runs Ray Train's fit in a helper
+thread). With `train.num_workers: 0` it starts no Ray at all: Ray Train's local mode runs the same worker
+function in this process (train/local_mode.py). Runs live in
 <train.storage_dir>/<run name>/ (Ray Train's checkpoints, the best model in best/, and deca_run.json naming
 the MLflow run). A new run refuses an existing name; ``resume=True`` reuses the name: Ray Train finds the
 run's checkpoints there and the workers continue from the latest one, logging into the same MLflow run.
@@ -30,7 +31,6 @@ from deca.config import Params
 from deca.errors import ConfigError, DataError, DecaError, interrupted
 from deca.io import write_json
 from deca.metric_logging import check_server
-from deca.processes import guard_self
 from deca.registry import resolve_tasks
 from deca.runs import RUN_FILE, best_model_path, latest_run, model_file, read_run_file
 from deca.schema import shard_rows, split_dir
@@ -39,16 +39,14 @@ from mqan.vectors import open_source
 from train.choices import allowed_values
 from train.local_mode import LocalSink, StopWhenSet, check_environment, is_local
 from train.progress import ProgressBar, resumed_iteration
+from train.ray_session import check_resources, fit_in_thread, progress_sink, start_ray
 from train.resume import auto_resume, params_for_resume, registered_checkpoints
 from train.schedule import Schedule, from_config
 from train.tracking import end_run, record_lineage, reopen_run, start_run, tracking_uri, vocab_fingerprint
 from train.worker import train_loop_per_worker
-from train.workers import check_room, describe, is_elastic, min_workers_watch, worker_range
+from train.workers import describe, is_elastic, min_workers_watch, worker_range
 
 log = logging.getLogger(__name__)
-
-QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
-             "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0", "PYTHONHASHSEED": "0"}
 
 
 def check_training(params: Params, origin: Mapping[str, str] | None = None) -> Schedule:
@@ -135,68 +133,6 @@ def default_run_name(params: Params) -> str:
     return f"{params.train.strategy}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def start_ray(params: Params) -> bool:
-    """Initialize Ray unless it already is; returns whether this call started it."""
-    for k, v in QUIET_ENV.items():
-        os.environ.setdefault(k, v)
-    import ray
-
-    if ray.is_initialized():
-        return False
-    kwargs = dict(log_to_driver=False, logging_level=logging.WARNING)
-    address = os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address, **kwargs)
-    else:
-        guard_local_processes()
-        ray.init(include_dashboard=False, **kwargs)
-    return True
-
-
-_GUARDS: list = []  # held for the life of the process: a watchdog whose pipe closes ends what it guards
-
-
-def guard_local_processes() -> None:
-    """Ray's processes of a local instance (GCS, raylet, agents, workers), started after this, die with this
-    process even on SIGKILL: Ray's own fate sharing left its dashboard and runtime-env agents running for more
-    than 30 s once (deca/processes.py's watchdog ends every process that inherited this process's marker)."""
-
-    if not _GUARDS:
-        _GUARDS.append(guard_self())
-        if os.getsid(0) == os.getpid():  # a session of its own (a service, a test daemon): end all of it too
-            _GUARDS[0].watch(os.getpid())
-
-
-def check_resources(params: Params) -> None:
-    """Refuse a run the Ray cluster has no room for (train/workers.py's check_room), instead of waiting."""
-    import ray
-
-    check_room(params, ray.cluster_resources(), ray.nodes())
-
-
-def _progress_sink():
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    @ray.remote(num_cpus=0)
-    class ProgressSink:
-        """Collects progress messages from rank 0 for the driver's progress bar."""
-
-        def __init__(self):
-            self.items: list[dict] = []
-
-        def push(self, item: dict) -> None:
-            self.items.append(item)
-
-        def drain(self) -> list[dict]:
-            items, self.items = self.items, []
-            return items
-
-    # on the driver's node: a node that fails during training must not take the progress messages with it
-    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    return ProgressSink.options(scheduling_strategy=here).remote()
-
-
 def fit(params: Params, *, run_name: str | None = None, resume: bool = False, progress: bool = True,
         project: str | Path | None = None, overrides: dict[str, Any] | None = None,
         hooks: Sequence[Callable] = (), schedule: Schedule | None = None,
@@ -247,7 +183,7 @@ def run_trainer(params: Params, run_name: str, run_dir: Path, uri: str, run_id: 
     try:
         if not local:
             check_resources(params)
-        sink = LocalSink() if local else _progress_sink()
+        sink = LocalSink() if local else progress_sink()
         config = {"params": dataclasses.asdict(params), "tasks": resolve_tasks(params.train.tasks),
                   "run_dir": str(run_dir), "tracking_uri": uri, "run_id": run_id, "progress": sink,
                   "hooks": list(hooks)}
@@ -383,53 +319,6 @@ def open_run(params: Params, run_name: str | None, resume: bool, project: Path, 
         end_run(uri, run_id, "FAILED")
         raise
     return params, run_name, uri, run_id
-
-
-def fit_in_thread(trainer, stop: threading.Event | None = None, watch: Callable[[], None] | None = None):
-    """`trainer.fit()` in a helper thread. In the main thread, Ray Train replaces the SIGINT handler with its
-    own, which ends the process with status 0 or 1, no message, and the MLflow run left RUNNING; from a
-    thread it does not, and Ctrl-C reaches `fit` as KeyboardInterrupt (the run is marked KILLED, Ray is
-    shut down, and the checkpoints written so far are kept for `--resume`). In local mode the training runs
-    in that thread itself: `stop` (see local_mode.StopWhenSet) ends it at its next step (stop_local).
-    `watch` is called every half second while it runs (an elastic run's MinWorkersWatch: its error ends the run)."""
-    box: dict[str, Any] = {}
-    ended = threading.Event()  # not thread.is_alive(): a join that Ctrl-C interrupted can leave it False early
-
-    def target() -> None:
-        try:
-            box["result"] = trainer.fit()
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-            box["error"] = exc
-        finally:
-            ended.set()
-
-    threading.Thread(target=target, name="ray-train-fit", daemon=True).start()
-    try:
-        while not ended.wait(0.5):
-            if watch is not None:
-                watch()
-    except BaseException:
-        if stop is not None:
-            stop_local(ended, stop)
-        raise
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
-
-
-def stop_local(ended: threading.Event, stop: threading.Event) -> None:
-    """End a local-mode training thread at its next step and wait until it has `ended`, however long a loaded
-    machine takes: a process that exits while that thread is inside torch aborts ("terminate called without an
-    active exception", status -6) instead of leaving its run KILLED and resumable. A second Ctrl-C quits at
-    once (status 130, the MLflow run left RUNNING; `--resume` still continues from the last checkpoint)."""
-    stop.set()
-    print("stopping at the end of this step (Ctrl-C again to quit at once)", file=sys.stderr, flush=True)
-    try:
-        while not ended.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr, flush=True)
-        os._exit(130)
 
 
 def build_trainer(params: Params, run_name: str, config: dict[str, Any]):

@@ -55,7 +55,7 @@ class StopWhenSet:
 
 
 class LocalSink:
-    """The progress messages of a local-mode run: what the Ray actor of train.driver does, in this process."""
+    """The progress messages of a local-mode run: what the Ray actor of train.ray_session does, in this process."""
 
     def __init__(self):
         self._items: list[dict] = []

@@ -37,7 +37,7 @@ def worker(tmp: Path, work: Callable[[Path], None]) -> Iterator[str]:
             raise WorkerGroupError("[Rank 0]\nTraceback ...", {0: pickle.loads(pickle.dumps(exc))}) from None
         raise AssertionError("the worker's write did not fail")
 
-    with no_ray(tmp, []) as uri, patched(driver, "_progress_sink", lambda: None), \
+    with no_ray(tmp, []) as uri, patched(driver, "progress_sink", lambda: None), \
             patched(driver, "build_trainer", lambda *args: None), patched(driver, "fit_in_thread", fit_in_thread):
         yield uri
 

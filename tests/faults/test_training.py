@@ -47,7 +47,7 @@ def test_a_full_disk_in_a_worker_keeps_the_checkpoint(tmp_path, observed):
         raise WorkerGroupError("[Rank 0]\nTraceback ...", {0: OSError(errno.ENOSPC, ENOSPC, str(target))})
 
     argv, started = train_argv(tmp_path), []
-    with no_ray(tmp_path, started) as uri, patched(driver, "_progress_sink", lambda: None), \
+    with no_ray(tmp_path, started) as uri, patched(driver, "progress_sink", lambda: None), \
             patched(driver, "build_trainer", lambda *args: None), patched(driver, "fit_in_thread", worker_fails):
         line = refused(argv, f"no space left on the device of {target}", "deca train --resume first")
     assert (run_dir / "checkpoint_000001" / "state.pt").is_file(), "the checkpoint written before was not kept"

@@ -43,7 +43,7 @@ RAY_DRIVER = """
 import json, os, sys, time
 sys.path.insert(0, {root!r})
 from deca.config import Params
-from train.driver import start_ray
+from train.ray_session import start_ray
 import ray
 start_ray(Params())
 pids = ray.get([ray.remote(lambda: os.getpid()).remote() for _ in range(2)])
@@ -161,9 +161,9 @@ def test_a_killed_test_run_leaves_no_plain_children(probe):
 @pytest.mark.fault("fault", "SIGKILL of a training driver leaves no local Ray", "earlier")
 @pytest.mark.slow
 def test_a_killed_driver_leaves_no_local_ray(probe):
-    """train.driver.start_ray without RAY_ADDRESS starts a local Ray (GCS, raylet, agents, workers). Ray's own
+    """train.ray_session.start_ray without RAY_ADDRESS starts a local Ray (GCS, raylet, agents, workers). Ray's own
     fate sharing (PR_SET_PDEATHSIG on its daemons) once left its dashboard and runtime-env agents running for
-    more than 30 s: the driver's watchdog (train.driver.guard_local_processes) ends them too."""
+    more than 30 s: the driver's watchdog (train.ray_session.guard_local_processes) ends them too."""
     log = probe / "driver.log"
     driver = Daemon("ray driver", [sys.executable, "-c", RAY_DRIVER.format(root=str(ROOT))], log,
                     env=child_env(DECA_ORPHAN_PROBE=str(probe)))

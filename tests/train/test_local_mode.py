@@ -74,31 +74,6 @@ def test_the_progress_messages_stay_in_the_process():
     assert bar.iteration == 3 and bar.shown["loss"] == "1.500" and sink.drain() == []
 
 
-def test_ctrl_c_waits_for_the_training_step_however_long_it_takes(capsys):
-    """A loaded machine can take longer than any fixed wait to reach the next step: the driver waits for the
-    training thread to end (a process that exits while it runs inside torch aborts with -6)."""
-    import threading
-
-    from train.driver import fit_in_thread
-
-    stopped = threading.Event()
-
-    class SlowStep:  # a trainer whose step ends 1.5 s after the stop is asked for
-        def fit(self):
-            stop.wait()
-            time.sleep(1.5)
-            stopped.set()
-            raise KeyboardInterrupt
-
-    stop = threading.Event()
-    timer = threading.Timer(0.3, lambda: __import__("_thread").interrupt_main())
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        fit_in_thread(SlowStep(), stop)
-    assert stopped.is_set()  # the thread ended before the driver went on
-    assert "stopping at the end of this step" in capsys.readouterr().err
-
-
 def test_a_negative_worker_count_is_one_line_naming_the_params_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     params = tmp_path / "params.yaml"

@@ -193,7 +193,7 @@ def test_strict_spread_on_too_few_nodes_is_refused_before_training(ray_local, ba
     """train.placement_strategy=STRICT_SPREAD needs a node per worker; on this one-node Ray, `check_resources`
     says so at once instead of letting Ray Train wait for a placement that never comes."""
     from deca.errors import ConfigError
-    from train.driver import check_resources
+    from train.ray_session import check_resources
 
     params, _ = base
     spread = dataclasses.replace(params, train=dataclasses.replace(params.train, num_workers=2,
