@@ -89,7 +89,8 @@ def add(record_name: str, folders: list[Path], machine: str, made_at: str | None
                   "replace the task's runs (the old ones under the record's `replaced`)")
         for task, entry in record.get("pending", {}).items():
             left = pending.missing(record, records.load("plan"), task, table2.VARIANTS)
-            print(f"{task}: {len(entry['runs'])} runs at {entry['iterations']:,} iterations wait in the record's "
+            n = len(entry["runs"])
+            print(f"{task}: {n} run{'s' * (n != 1)} at {entry['iterations']:,} iterations wait in the record's "
                   f"`pending` ({len(left)} more the plan asks: {', '.join(f'{v}-s{s}' for v, s in left[:8])}"
                   f"{' ...' if len(left) > 8 else ''})")
     tmp = path.with_name(path.name + ".tmp")
@@ -134,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             add(args.record, args.folders, args.machine, made_at, described)
     except records.RecordError as exc:
         raise SystemExit(f"error: {exc}") from None
-    print(f"{len(args.folders)} runs in docs/results/records/{args.record}.json")
+    n = len(args.folders)
+    print(f"{n} run{'s' * (n != 1)} into docs/results/records/{args.record}.json")
     return 0
 
 

@@ -335,9 +335,11 @@ def pending_text(record: dict, plan: dict) -> str:
     for task, entry in record.get("pending", {}).items():
         n, left = len(entry["runs"]), len(pending.missing(record, plan, task, VARIANTS))
         seeds = sorted({r["seed"] for r in entry["runs"]}, key=plan["seeds"].index)
+        up = sum(run_rising(record, r) is True for r in entry["runs"])
         parts.append(f"{TASKS[task].split(' (')[0]} at {entry['iterations']:,} iterations, the plan's budget: "
                      f"{runs_of_seeds([r['seed'] for r in sorted(entry['runs'], key=lambda r: seeds.index(r['seed']))])}"
-                     f" in, {left} more to come; the cells above use them once the plan's seeds are all in")
+                     f" in ({up} of them still rising over the last third of their curves, eval.verdict.still_rising),"
+                     f" {left} more to come; the cells above use them once the plan's seeds are all in")
     if not parts:
         return "none: every finished run is in the tables."
     return ("; ".join(parts) + ". They wait in the record's `pending` with their curves and per-example records "

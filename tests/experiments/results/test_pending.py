@@ -15,7 +15,7 @@ def folder_of(tmp_path, variant: str, seed: int, iterations: int, best: float):
     """A finished single_task.py run folder of WOZ with its per-example record (its headline: `best`)."""
     folder = tmp_path / f"runs-{iterations}" / f"woz.en-{variant}-s{seed}"
     folder.mkdir(parents=True)
-    curve = [{"iteration": iterations // 2 * i, "minutes": 1.0 * i, "headline": h} for i, h in enumerate([1.0, best], 1)]
+    curve = [{"iteration": iterations // 12 * i, "minutes": 1.0 * i, "headline": best * i / 12} for i in range(1, 13)]
     (folder / "curve.json").write_text(json.dumps({
         "task": "woz.en", "seed": seed, "variant": variant, "iterations": iterations, "minutes": 2.0,
         "overlay": ["infra/params/glove.yaml"], "overrides": [f"model.variant={variant}", f"train.seed={seed}"],
@@ -99,7 +99,8 @@ def test_the_page_says_what_waits_and_how_much_more_the_plan_asks(home):
     runs.add("table2", [folder_of(tmp_path, v, 123, 3600, 80.0) for v in VARIANTS], "xeon", "bbb2222", machine)
     records.load.cache_clear()
     text = table2.pending_text(records.load("table2"), records.load("plan"))
-    assert text.startswith("WOZ at 3,600 iterations, the plan's budget: 4 runs of seed 123 in, 4 more to come")
+    assert text.startswith("WOZ at 3,600 iterations, the plan's budget: 4 runs of seed 123 in (4 of them still rising "
+                           "over the last third of their curves, eval.verdict.still_rising), 4 more to come")
     assert table2.pending_text({"runs": []}, records.load("plan")).startswith("none")
 
 
