@@ -59,6 +59,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
+# the commit the runs start from, named in every export's machine.json (HEAD at the end may be later)
+COMMIT=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}
+export COMMIT
 GRID_OUT=${GRID_OUT:-checkpoints/grid}
 EXPORT=${EXPORT:-}
 PARALLEL=${PARALLEL:-8}

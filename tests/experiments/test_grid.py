@@ -88,7 +88,7 @@ case "$*" in
     out=${@: -1}; mkdir -p "$out"; trap 'echo saved > "$out/state"; exit 3' TERM; echo $$ > "$out/pid"
     echo "$*" > "$out/command"
     while :; do sleep 0.1; done ;;
-  "- "*) cat >/dev/null; echo '{}' > "$2" ;;
+  "- "*) cat >/dev/null; printf '{"commit": "%s"}' "$COMMIT" > "$2" ;;
 esac
 """
 
@@ -108,6 +108,9 @@ def test_a_run_finished_shorter_than_planned_is_continued_and_a_longer_one_skipp
     assert "3 planned runs here, 2 to do" in out, out
     assert "--iterations 1600" in (runs / "schema-s2s-s123" / "command").read_text()
     assert all(p.is_file() for p in pids) and not (runs / "schema-catt-s123" / "pid").exists()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    machine = json.loads((tmp_path / "ex" / "machine.json").read_text())  # the commit at the grid's start
+    assert machine["commit"] == head.strip() and head.strip()
 
 
 def fake_grid(tmp_path: Path, plan_lines: str = PLANNED) -> tuple[dict, Path]:
@@ -115,7 +118,7 @@ def fake_grid(tmp_path: Path, plan_lines: str = PLANNED) -> tuple[dict, Path]:
     fake.write_text(FAKE_PY.replace("@PLANNED@", plan_lines))
     fake.chmod(0o755)
     runs = tmp_path / "runs"
-    env = {**os.environ, "PY": str(fake), "GRID_OUT": str(runs), "WORKDIR": str(tmp_path / "work"), "PARALLEL": "2",
+    env = {**{k: v for k, v in os.environ.items() if k != "COMMIT"}, "PY": str(fake), "GRID_OUT": str(runs), "WORKDIR": str(tmp_path / "work"), "PARALLEL": "2",
            "TABLES": "table2", "BUDGET_S": "300", "MARGIN_S": "1", "MIN_RUN_S": "1", "EXPORT": str(tmp_path / "ex")}
     return env, runs
 
