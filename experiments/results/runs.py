@@ -85,7 +85,7 @@ def add(record_name: str, folders: list[Path], machine: str, made_at: str | None
     if staged:
         promoted, moves = pending.promote(record, records.load("plan"), table2.VARIANTS)
         for task in promoted:
-            print(f"{task}: every run the plan asks at {record_iterations(record, task)} iterations is in; they "
+            print(f"{task}: every run the plan asks at {table2.budget(record, task)} iterations is in; they "
                   "replace the task's runs (the old ones under the record's `replaced`)")
         for task, entry in record.get("pending", {}).items():
             left = pending.missing(record, records.load("plan"), task, table2.VARIANTS)
@@ -98,10 +98,6 @@ def add(record_name: str, folders: list[Path], machine: str, made_at: str | None
     tmp.replace(path)
     pending.move_all(moves)
     return record
-
-
-def record_iterations(record: dict, task: str) -> str:
-    return "/".join(f"{i:,}" for i in sorted(pending.budgets(record, task)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -108,7 +108,7 @@ def runs_of(record: dict, task: str, variant: str) -> list[dict]:
 def iterations(record: dict, task: str) -> tuple[int, int]:
     """The fewest and the most iterations of `task`'s runs: each run's own, or for a run that does not record
     them (transcribed from an earlier page) the record's figure for the task."""
-    its = {r.get("iterations") or record["iterations"][task] for r in record["runs"] if r["task"] == task}
+    its = pending.budgets(record, task)
     return min(its), max(its)
 
 
@@ -334,7 +334,8 @@ def pending_text(record: dict, plan: dict) -> str:
     parts = []
     for task, entry in record.get("pending", {}).items():
         n, left = len(entry["runs"]), len(pending.missing(record, plan, task, VARIANTS))
-        seeds = sorted({r["seed"] for r in entry["runs"]}, key=plan["seeds"].index)
+        order = {s: i for i, s in enumerate(plan["seeds"])}  # a seed the plan does not list goes last
+        seeds = sorted({r["seed"] for r in entry["runs"]}, key=lambda s: (order.get(s, len(order)), s))
         up = sum(run_rising(record, r) is True for r in entry["runs"])
         parts.append(f"{TASKS[task].split(' (')[0]} at {entry['iterations']:,} iterations, the plan's budget: "
                      f"{runs_of_seeds([r['seed'] for r in sorted(entry['runs'], key=lambda r: seeds.index(r['seed']))])}"
